@@ -1,0 +1,20 @@
+# Thin wrappers around hack/; the scripts work without make too.
+.PHONY: test lint crds verify demo venv
+
+venv:
+	hack/lib.sh >/dev/null 2>&1; bash -c 'source hack/lib.sh && ensure_venv'
+
+test:
+	hack/test.sh
+
+lint:
+	hack/lint.sh
+
+crds:
+	hack/update-crds.sh
+
+verify:
+	hack/verify-crds.sh
+
+demo:
+	hack/demo.sh

@@ -1,0 +1,25 @@
+# Sourced by the hack/ scripts: locate the checkout and make sure the pinned virtualenv exists.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+export PATH="$VENV/bin:$PATH"
+# Directories that generated files are written to. The chart's crds/ joins once the chart exists.
+CRD_DIRS=("crds")
+[ -d "$ROOT/charts/nemotron-operator" ] && CRD_DIRS+=("charts/nemotron-operator/crds")
+
+ensure_venv() {
+  # Rebuilds the virtualenv when pyproject.toml or constraints.txt changed since the last install.
+  local stamp="$VENV/.installed" want
+  want="$(cat "$ROOT/pyproject.toml" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  local python="${PYTHON:-python3}"
+  "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+    || { echo "hack: Python >= 3.11 is required (set PYTHON=...)" >&2; exit 2; }
+  echo "hack: installing pinned dependencies into .venv (one minute on a fresh machine)" >&2
+  [ -x "$PY" ] || "$python" -m venv "$VENV"
+  "$PY" -m pip install --quiet --disable-pip-version-check --upgrade "pip==25.3"
+  "$PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" \
+    -e "$ROOT[dev]"
+  echo "$want" > "$stamp"
+}

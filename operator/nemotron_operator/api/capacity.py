@@ -1,0 +1,246 @@
+"""``spec.capacity``, ``spec.nodePool``, ``spec.storage``, ``spec.scheduling``, ``spec.monitoring``:
+where and on what the deployment runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from nemotron_operator.api.base import (
+    ApiModel,
+    LabelKey,
+    Labels,
+    LabelValue,
+    Quantity,
+    ResourceName,
+    cel,
+    validations,
+)
+
+# Full-length sequences (at maxModelLen) a replica must hold at once. 1 would accept a layout that
+# serves a single long request; 4 keeps a replica useful under light concurrent load while still
+# letting NVIDIA's documented minimum layouts pass (see docs/sizing.md).
+DEFAULT_MIN_CONCURRENCY = 4
+
+# GPU Feature Discovery product name (nvidia.com/gpu.product), e.g. NVIDIA-H200.
+GpuProduct = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+]
+
+
+class GpuSelection(ApiModel):
+    """Which GPUs a replica may use."""
+
+    products: Annotated[list[GpuProduct], Field(max_length=16)] = Field(
+        default_factory=list,
+        description="Candidate GPU products as GPU Feature Discovery names (nvidia.com/gpu."
+        "product), e.g. NVIDIA-H200. Empty: the products the cluster has, else the catalog.",
+    )
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        le=512,
+        description="Forces the number of GPUs per replica. Unset: planned.",
+    )
+
+
+class Parallelism(ApiModel):
+    """Explicit parallel layout. Each value is honoured or the deployment is rejected with a
+    reason; the planner never changes it."""
+
+    tensor: int | None = Field(
+        default=None,
+        description="Tensor-parallel size (a power of two up to 64; stays inside a node).",
+        json_schema_extra=validations(
+            cel(
+                "self in [1, 2, 4, 8, 16, 32, 64]",
+                "tensor parallel size must be a power of two no larger than 64 "
+                "(1, 2, 4, 8, 16, 32 or 64)",
+            )
+        ),
+    )
+    pipeline: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="Pipeline-parallel size (stages; goes across nodes).",
+    )
+    expert: bool | None = Field(
+        default=None,
+        description="Expert parallelism for MoE layers (--enable-expert-parallel). Default: on "
+        "for MoE models when the replica has more than one GPU.",
+    )
+
+
+class CapacitySpec(ApiModel):
+    """How much each replica must hold, and on which GPUs."""
+
+    min_concurrency: int = Field(
+        default=DEFAULT_MIN_CONCURRENCY,
+        ge=1,
+        le=100_000,
+        description="Full-length sequences (at maxModelLen) each replica must hold at once; "
+        "layouts below it are rejected.",
+    )
+    gpu: GpuSelection = Field(default_factory=GpuSelection, description="GPU products and count.")
+    parallelism: Parallelism = Field(
+        default_factory=Parallelism, description="Explicit parallel layout."
+    )
+
+
+class NodeClassRef(ApiModel):
+    """Karpenter node class of the NodePool."""
+
+    group: Annotated[str, StringConstraints(min_length=1, max_length=253)] = Field(
+        default="karpenter.k8s.aws", description="API group of the node class."
+    )
+    kind: Annotated[str, StringConstraints(min_length=1, max_length=63)] = Field(
+        default="EC2NodeClass", description="Kind of the node class."
+    )
+    name: ResourceName = Field(description="Name of the node class.")
+
+
+class KarpenterSpec(ApiModel):
+    """Karpenter NodePool settings."""
+
+    node_class_ref: NodeClassRef = Field(description="Node class for the GPU nodes.")
+    instance_types: Annotated[
+        list[Annotated[str, StringConstraints(min_length=1, max_length=64)]], Field(max_length=32)
+    ] = Field(
+        default_factory=list,
+        description="Allowed instance types, e.g. p5e.48xlarge. Empty: any with the planned GPU.",
+    )
+    capacity_type: Literal["on-demand", "spot", "reserved"] = Field(
+        default="on-demand", description="karpenter.sh/capacity-type of the nodes."
+    )
+
+
+class NodePoolSpec(ApiModel):
+    """How GPU nodes are provided."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "self.provisioner != 'Karpenter' || has(self.karpenter)",
+                "nodePool.karpenter is required when provisioner is Karpenter",
+                ".karpenter",
+            ),
+            cel(
+                "!has(self.karpenter) || self.provisioner == 'Karpenter'",
+                "nodePool.karpenter is set but provisioner is None: set provisioner: Karpenter "
+                "or remove nodePool.karpenter",
+                ".provisioner",
+            ),
+        )
+    }
+
+    provisioner: Literal["None", "Karpenter"] = Field(
+        default="None",
+        description="None: nodes exist already. Karpenter: create a karpenter.sh/v1 NodePool "
+        "sized from the plan.",
+    )
+    karpenter: KarpenterSpec | None = Field(
+        default=None, description="Karpenter settings (provisioner Karpenter only)."
+    )
+
+
+AccessMode = Literal["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
+
+
+def _default_access_modes() -> list[AccessMode]:
+    return ["ReadWriteOnce"]
+
+
+class CacheSpec(ApiModel):
+    """The weight cache volume that the download fills."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "!self.shared || self.accessModes.exists(m, m == 'ReadWriteMany')",
+                "a shared cache needs accessModes to include ReadWriteMany",
+                ".accessModes",
+            )
+        )
+    }
+
+    size: Quantity | None = Field(
+        default=None,
+        description="Size of the cache claim, e.g. 300Gi. Default: the checkpoint's bytes plus "
+        "10% headroom.",
+    )
+    storage_class_name: ResourceName | None = Field(
+        default=None, description="StorageClass of the claim. Default: the cluster's default."
+    )
+    access_modes: Annotated[list[AccessMode], Field(min_length=1, max_length=4)] = Field(
+        default_factory=_default_access_modes, description="Access modes of the claim."
+    )
+    shared: bool = Field(
+        default=False,
+        description="One claim shared by every pod (needs ReadWriteMany) instead of one claim "
+        "per pod.",
+    )
+
+
+class StorageSpec(ApiModel):
+    """Storage for weights."""
+
+    cache: CacheSpec = Field(default_factory=CacheSpec, description="The weight cache volume.")
+
+
+class Toleration(ApiModel):
+    """A pod toleration (core/v1 Toleration)."""
+
+    key: Annotated[str, StringConstraints(max_length=317)] | None = Field(
+        default=None, description="Taint key."
+    )
+    operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Operator.")
+    value: LabelValue | None = Field(default=None, description="Taint value.")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        default=None, description="Taint effect; empty matches all."
+    )
+    toleration_seconds: int | None = Field(
+        default=None, ge=0, le=10**9, description="Seconds a NoExecute taint is tolerated."
+    )
+
+
+class SchedulingSpec(ApiModel):
+    """Placement of serving pods, merged with what the plan requires (never replacing it)."""
+
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=32)] = Field(
+        default_factory=dict,
+        description="Extra node labels to require. nvidia.com/gpu.product comes from the plan; "
+        "setting it to another product is refused.",
+    )
+    tolerations: Annotated[list[Toleration], Field(max_length=32)] = Field(
+        default_factory=list,
+        description="Extra tolerations, added to the nvidia.com/gpu toleration.",
+    )
+    affinity: dict[str, Any] | None = Field(
+        default=None,
+        description="core/v1 Affinity for serving pods, passed through unchanged.",
+    )
+    priority_class_name: ResourceName | None = Field(
+        default=None, description="PriorityClass of serving pods."
+    )
+
+
+class ServiceMonitorSpec(ApiModel):
+    """A Prometheus Operator monitor for the serving pods."""
+
+    enabled: bool = Field(default=False, description="Create a PodMonitor for vLLM's /metrics.")
+    interval: Annotated[str, StringConstraints(max_length=16, pattern=r"^[0-9]+(ms|s|m|h)$")] = (
+        Field(default="30s", description="Scrape interval.")
+    )
+    labels: Labels = Field(
+        default_factory=dict, description="Labels the Prometheus instance selects monitors by."
+    )
+
+
+class MonitoringSpec(ApiModel):
+    """Monitoring integration."""
+
+    service_monitor: ServiceMonitorSpec = Field(
+        default_factory=ServiceMonitorSpec, description="Prometheus Operator monitor."
+    )

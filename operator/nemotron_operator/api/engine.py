@@ -1,0 +1,177 @@
+"""``spec.engine``: how vLLM runs. Every field maps to a typed vLLM flag; nothing is dropped."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from nemotron_operator.api.base import ApiModel, ResourceName, cel, validations
+
+# Pinned vLLM image. vLLM v0.31.0 is the version whose flags and memory accounting the facts were
+# checked against (shared/reference/model-facts.md §2, §4).
+DEFAULT_IMAGE = "vllm/vllm-openai:v0.31.0"
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
+
+Image = Annotated[
+    str,
+    StringConstraints(
+        min_length=1, max_length=512, pattern=r"^[a-z0-9][a-z0-9._/:@-]*[a-zA-Z0-9_.-]$"
+    ),
+]
+ParserName = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+]
+FileName = Annotated[
+    str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")
+]
+ExtraArg = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"]
+MambaSsmCacheDtype = Literal["float32", "float16", "bfloat16"]
+
+
+class SpeculativeDecoding(ApiModel):
+    """Speculative decoding with the checkpoint's built-in MTP head."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "self.method != 'mtp' || (self.numSpeculativeTokens >= 1 && "
+                "self.numSpeculativeTokens <= 8)",
+                "numSpeculativeTokens must be between 1 and 8 when method is mtp",
+                ".numSpeculativeTokens",
+            ),
+            cel(
+                "self.method != 'none' || self.numSpeculativeTokens == 0",
+                "numSpeculativeTokens must be 0 (or unset) when method is none",
+                ".numSpeculativeTokens",
+            ),
+        )
+    }
+
+    method: Literal["mtp", "none"] = Field(
+        default="mtp", description="mtp: draft with the MTP head; none: no speculative decoding."
+    )
+    num_speculative_tokens: int = Field(
+        default=1,
+        ge=0,
+        le=16,
+        description="Draft tokens per step (1-8 with mtp). NVIDIA's guides use 3 on B200/H200.",
+    )
+
+
+class ReasoningParserPlugin(ApiModel):
+    """A reasoning-parser plugin file (such as the checkpoints' own super_v3 parser) kept in a
+    ConfigMap of the deployment's namespace; mounted and passed with --reasoning-parser-plugin."""
+
+    config_map_name: ResourceName = Field(description="Name of the ConfigMap holding the file.")
+    file_name: FileName = Field(
+        description="Key of the ConfigMap holding the parser's Python file, e.g. "
+        "super_v3_reasoning_parser.py."
+    )
+    parser_name: ParserName = Field(
+        description="Name the plugin registers its parser under (passed as --reasoning-parser)."
+    )
+
+
+class Multimodal(ApiModel):
+    """Per-prompt media limits for vision-language models (--limit-mm-per-prompt)."""
+
+    images: int = Field(default=8, ge=0, le=256, description="Images per prompt.")
+    videos: int = Field(default=2, ge=0, le=64, description="Videos per prompt.")
+
+
+class EngineSpec(ApiModel):
+    """The vLLM engine: image, context, memory and serving features."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "!(has(self.reasoningParser) && has(self.reasoningParserPlugin))",
+                "set either reasoningParser (a built-in parser) or reasoningParserPlugin "
+                "(a plugin file), not both",
+            )
+        )
+    }
+
+    image: Image = Field(default=DEFAULT_IMAGE, description="vLLM OpenAI server image.")
+    max_model_len: int | None = Field(
+        default=None,
+        ge=1,
+        le=16_777_216,
+        description="Maximum context per request in tokens (--max-model-len). Default: the "
+        "model's configured context limit.",
+    )
+    gpu_memory_utilization: float = Field(
+        default=DEFAULT_GPU_MEMORY_UTILIZATION,
+        description="Fraction of each GPU's memory vLLM may use (--gpu-memory-utilization), "
+        "strictly between 0 and 1.",
+        json_schema_extra=validations(
+            cel(
+                "self > 0.0 && self < 1.0",
+                "gpuMemoryUtilization must be greater than 0 and less than 1, e.g. 0.90",
+            )
+        ),
+    )
+    max_num_seqs: int | None = Field(
+        default=None,
+        ge=1,
+        le=65536,
+        description="Maximum sequences scheduled at once (--max-num-seqs). Default: vLLM's, "
+        "which depends on the GPU.",
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="Maximum tokens per scheduler step (--max-num-batched-tokens); sizes the "
+        "activation reserve. Default: vLLM's, which depends on the GPU.",
+    )
+    kv_cache_dtype: KvCacheDtype = Field(
+        default="auto",
+        description="KV cache dtype (--kv-cache-dtype); auto follows the model dtype. fp8 "
+        "halves KV bytes per token.",
+    )
+    mamba_ssm_cache_dtype: MambaSsmCacheDtype = Field(
+        default="float32",
+        description="Mamba SSM state dtype (--mamba-ssm-cache-dtype), always passed explicitly: "
+        "NVIDIA recommends float32, and vLLM does not default it for the VL architecture.",
+    )
+    speculative_decoding: SpeculativeDecoding | None = Field(
+        default=None,
+        description="MTP speculative decoding. Default: on with 1 draft token for models with "
+        "an MTP head, off otherwise.",
+    )
+    reasoning_parser: ParserName | None = Field(
+        default=None,
+        description="Built-in vLLM reasoning parser (--reasoning-parser). Default: nemotron_v3 "
+        "for reasoning models of the catalog; 'none' disables it.",
+    )
+    reasoning_parser_plugin: ReasoningParserPlugin | None = Field(
+        default=None, description="A reasoning-parser plugin file from a ConfigMap."
+    )
+    tool_call_parser: ParserName | None = Field(
+        default=None,
+        description="Tool-call parser (--tool-call-parser, with --enable-auto-tool-choice). "
+        "Default: the catalog's (qwen3_coder for Nemotron 3/3.5); 'none' disables tool calls.",
+    )
+    multimodal: Multimodal | None = Field(
+        default=None,
+        description="Media limits per prompt; vision-language models only. Default for VL "
+        "models: 8 images and 2 videos.",
+    )
+    enable_thinking: bool | None = Field(
+        default=None,
+        description="Default of the chat template's enable_thinking switch "
+        "(--default-chat-template-kwargs). Unset: the template's own default.",
+    )
+    enable_prefix_caching: bool = Field(
+        default=True,
+        description="Prefix caching. On (vLLM's default for hybrid models) it reserves 2+S Mamba "
+        "state slots per sequence; off, 1+S.",
+    )
+    extra_args: Annotated[list[ExtraArg], Field(max_length=64)] = Field(
+        default_factory=list,
+        description="Further vllm serve arguments, appended after the typed ones. Flags owned by "
+        "typed fields and unsafe flags (--trust-remote-code, --tool-server, ...) are refused.",
+    )

@@ -1,0 +1,74 @@
+"""``spec``: the whole desired state of a NemotronDeployment."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from nemotron_operator.api.base import ApiModel, cel, validations
+from nemotron_operator.api.capacity import (
+    CapacitySpec,
+    MonitoringSpec,
+    NodePoolSpec,
+    SchedulingSpec,
+    StorageSpec,
+)
+from nemotron_operator.api.engine import EngineSpec
+from nemotron_operator.api.model import ModelSpec
+
+MAX_REPLICAS = 64
+
+
+class NemotronDeploymentSpec(ApiModel):
+    """Desired state: which model, how vLLM runs, how much capacity, where."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "!has(self.storage) || !has(self.model.source) || !has(self.model.source.pvc)",
+                "spec.storage configures the download cache and does not apply when weights come "
+                "from spec.model.source.pvc: remove spec.storage",
+                ".storage",
+            ),
+            cel(
+                "!has(self.capacity) || !has(self.capacity.gpu) || "
+                "!has(self.capacity.gpu.count) || !has(self.capacity.parallelism) || "
+                "!has(self.capacity.parallelism.tensor) || "
+                "self.capacity.gpu.count % self.capacity.parallelism.tensor == 0",
+                "capacity.gpu.count must be a multiple of capacity.parallelism.tensor",
+                ".capacity.gpu.count",
+            ),
+            cel(
+                "!has(self.capacity) || !has(self.capacity.gpu) || "
+                "!has(self.capacity.gpu.count) || !has(self.capacity.parallelism) || "
+                "!has(self.capacity.parallelism.tensor) || "
+                "!has(self.capacity.parallelism.pipeline) || "
+                "self.capacity.gpu.count == self.capacity.parallelism.tensor * "
+                "self.capacity.parallelism.pipeline",
+                "capacity.gpu.count must equal parallelism.tensor × parallelism.pipeline",
+                ".capacity.gpu.count",
+            ),
+        )
+    }
+
+    model: ModelSpec = Field(description="The checkpoint to serve.")
+    engine: EngineSpec = Field(default_factory=EngineSpec, description="vLLM engine settings.")
+    capacity: CapacitySpec = Field(
+        default_factory=CapacitySpec, description="Concurrency target, GPUs and parallelism."
+    )
+    replicas: int = Field(
+        default=1, ge=0, le=MAX_REPLICAS, description="Serving replicas (scale subresource)."
+    )
+    node_pool: NodePoolSpec = Field(
+        default_factory=NodePoolSpec, description="How GPU nodes are provided."
+    )
+    storage: StorageSpec | None = Field(
+        default=None,
+        description="Weight cache volume (Hugging Face sources). Default: one claim per pod, "
+        "sized from the checkpoint.",
+    )
+    scheduling: SchedulingSpec = Field(
+        default_factory=SchedulingSpec, description="Placement of serving pods."
+    )
+    monitoring: MonitoringSpec = Field(
+        default_factory=MonitoringSpec, description="Prometheus Operator integration."
+    )

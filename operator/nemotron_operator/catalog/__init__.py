@@ -1,0 +1,1 @@
+"""Model architectures and GPU products as data, each number with its source."""

@@ -1,0 +1,1 @@
+"""Pure builders: (spec, plan, owner) → Kubernetes objects as dicts."""

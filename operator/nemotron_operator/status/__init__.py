@@ -1,0 +1,1 @@
+"""Pure status computation: (spec, plan, observed children, metrics, now) → status."""

@@ -1,0 +1,173 @@
+"""Simulated GPU nodes from a compact description such as ``NVIDIA-H200:8x2,NVIDIA-B200:8x1``.
+
+Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eight H200 each.
+Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
+``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
+have (GKE adds exactly this taint to GPU node pools).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SIMULATED_LABEL = "sim.nemotron.io/simulated"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# Host size of an 8-GPU HGX/DGX-class node. DGX H200 and DGX B200 datasheets: two Xeon
+# Platinum CPUs with 112 cores in total (224 hardware threads) and 2 TB of system memory.
+NODE_CPU = 224
+NODE_MEMORY_GIB = 2048
+# What a kubelet typically keeps for the system (kube-reserved + system-reserved), simulated.
+RESERVED_CPU = 4
+RESERVED_MEMORY_GIB = 32
+MAX_PODS = 110  # the kubelet's default --max-pods
+
+_ENTRY = re.compile(r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)$")
+
+
+class NodeSpecError(ValueError):
+    """The compact node description cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    product: str
+    gpus_per_node: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What GPU Feature Discovery would read from NVML for one product."""
+
+    memory_mib: int | None  # None: NVML reports no dedicated memory (GB10), label omitted
+    compute_major: int
+    compute_minor: int
+    family: str
+
+
+def parse_node_spec(text: str) -> list[NodeGroup]:
+    """Parse ``PRODUCT:GPUSxNODES[,...]``; the same product may not appear twice."""
+    groups: list[NodeGroup] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        match = _ENTRY.match(entry)
+        if match is None:
+            raise NodeSpecError(
+                f"bad node group {entry!r}: expected PRODUCT:GPUSxNODES, "
+                "e.g. NVIDIA-H200:8x2 (two nodes with eight H200 each)"
+            )
+        group = NodeGroup(match["product"], int(match["gpus"]), int(match["nodes"]))
+        if group.gpus_per_node < 1 or group.nodes < 1:
+            raise NodeSpecError(f"bad node group {entry!r}: GPUs and nodes must be at least 1")
+        if any(g.product == group.product for g in groups):
+            raise NodeSpecError(f"GPU product {group.product} appears twice in {text!r}")
+        groups.append(group)
+    return groups
+
+
+def node_name(product: str, index: int) -> str:
+    short = product.lower().removeprefix("nvidia-")
+    return f"sim-{short}-{index}"
+
+
+def build_node(group: NodeGroup, index: int, facts: GpuFacts, internal_ip: str) -> dict[str, Any]:
+    """A Node object as a kubelet plus GPU Feature Discovery would register it."""
+    name = node_name(group.product, index)
+    gpus = str(group.gpus_per_node)
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": f"sim-{gpus}x-{group.product.lower()}",
+        SIMULATED_LABEL: "true",
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": group.product,
+        "nvidia.com/gpu.count": gpus,
+        "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.family": facts.family,
+        "nvidia.com/gpu.compute.major": str(facts.compute_major),
+        "nvidia.com/gpu.compute.minor": str(facts.compute_minor),
+    }
+    if facts.memory_mib is not None:
+        labels["nvidia.com/gpu.memory"] = str(facts.memory_mib)
+    capacity = {
+        "cpu": str(NODE_CPU),
+        "memory": f"{NODE_MEMORY_GIB}Gi",
+        "nvidia.com/gpu": gpus,
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "3840Gi",
+    }
+    allocatable = {
+        **capacity,
+        "cpu": str(NODE_CPU - RESERVED_CPU),
+        "memory": f"{NODE_MEMORY_GIB - RESERVED_MEMORY_GIB}Gi",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"sim.nemotron.io/note": "simulated node: no real GPU behind it"},
+        },
+        "spec": {"providerID": f"sim://{name}", "taints": [dict(GPU_TAINT)]},
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "conditions": _conditions(),
+            "addresses": [
+                {"type": "InternalIP", "address": internal_ip},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "v1.33.0-sim",
+                "kubeProxyVersion": "v1.33.0-sim",
+                "containerRuntimeVersion": "sim://1.0",
+                "osImage": "Simulated GPU node (nemotron-operator sim)",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "kernelVersion": "sim",
+                "machineID": name,
+                "systemUUID": name,
+                "bootID": name,
+            },
+        },
+    }
+
+
+def _conditions() -> list[dict[str, str]]:
+    healthy = [
+        ("MemoryPressure", "KubeletHasSufficientMemory"),
+        ("DiskPressure", "KubeletHasNoDiskPressure"),
+        ("PIDPressure", "KubeletHasSufficientPID"),
+    ]
+    conditions = [
+        {"type": kind, "status": "False", "reason": reason, "message": "simulated"}
+        for kind, reason in healthy
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "simulated kubelet is posting ready status",
+        }
+    )
+    return conditions
+
+
+def build_nodes(
+    groups: list[NodeGroup],
+    facts_for: Callable[[str], GpuFacts],
+    allocate_ip: Callable[[], str],
+) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    for group in groups:
+        facts = facts_for(group.product)
+        nodes.extend(build_node(group, index, facts, allocate_ip()) for index in range(group.nodes))
+    return nodes

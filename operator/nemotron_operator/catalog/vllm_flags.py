@@ -59,6 +59,13 @@ def _f(
 
 _K = Kind
 _MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")  # [F] §2.2
+# [E] ``vllm/config/cache.py`` ``CacheDType``: the union of its values across recent releases, so
+# the check refuses typos and never a value the pinned version may accept.
+_KV_CACHE_DTYPES = (
+    "auto", "float16", "bfloat16", "int8", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+    "nvfp4", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head",
+    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_3bit_nc",
+)  # fmt: skip
 
 _TABLE: tuple[VllmFlag, ...] = (
     # Model and loading
@@ -118,7 +125,7 @@ _TABLE: tuple[VllmFlag, ...] = (
     # Memory and cache [F] §2, §4
     _f("--gpu-memory-utilization", _K.FLOAT, src="F"),
     _f("--kv-cache-memory-bytes", _K.HUMAN_INT, src="F"),
-    _f("--kv-cache-dtype", _K.STR, src="F"),  # auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, nvfp4, …
+    _f("--kv-cache-dtype", _K.CHOICE, choices=_KV_CACHE_DTYPES, src="F"),
     _f("--block-size", _K.INT, src="F"),
     _f("--enable-prefix-caching", _K.BOOL, src="F"),
     _f("--cpu-offload-gb", _K.FLOAT),

@@ -36,14 +36,15 @@ class SpeculativeDecoding(ApiModel):
     model_config = ApiModel.model_config | {
         "json_schema_extra": validations(
             cel(
-                "self.method != 'mtp' || (self.numSpeculativeTokens >= 1 && "
-                "self.numSpeculativeTokens <= 8)",
+                "self.method != 'mtp' || !has(self.numSpeculativeTokens) || "
+                "(self.numSpeculativeTokens >= 1 && self.numSpeculativeTokens <= 8)",
                 "numSpeculativeTokens must be between 1 and 8 when method is mtp",
                 ".numSpeculativeTokens",
             ),
             cel(
-                "self.method != 'none' || self.numSpeculativeTokens == 0",
-                "numSpeculativeTokens must be 0 (or unset) when method is none",
+                "self.method != 'none' || !has(self.numSpeculativeTokens) || "
+                "self.numSpeculativeTokens == 0",
+                "numSpeculativeTokens must be 0 or unset when method is none",
                 ".numSpeculativeTokens",
             ),
         )
@@ -52,12 +53,20 @@ class SpeculativeDecoding(ApiModel):
     method: Literal["mtp", "none"] = Field(
         default="mtp", description="mtp: draft with the MTP head; none: no speculative decoding."
     )
-    num_speculative_tokens: int = Field(
-        default=1,
+    num_speculative_tokens: int | None = Field(
+        default=None,
         ge=0,
         le=16,
-        description="Draft tokens per step (1-8 with mtp). NVIDIA's guides use 3 on B200/H200.",
+        description="Draft tokens per step, 1-8 with mtp (default 1). NVIDIA's guides use 3 on "
+        "B200/H200.",
     )
+
+    @property
+    def draft_tokens(self) -> int:
+        """Draft tokens in effect: 0 when off, the given number or 1 with mtp."""
+        if self.method == "none":
+            return 0
+        return 1 if self.num_speculative_tokens is None else self.num_speculative_tokens
 
 
 class ReasoningParserPlugin(ApiModel):

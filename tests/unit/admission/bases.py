@@ -1,0 +1,143 @@
+"""Admissible objects that together reach every field of the schema, so every bound can be probed.
+
+Each list holds at least one item and each map at least one key, somewhere among the bases; the
+bounds test fails listing any constraint no base reaches.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any
+
+from nemotron_operator.admission import validate_object
+from nemotron_operator.api import (
+    Condition,
+    NemotronDeploymentStatus,
+    NodePoolStatus,
+    PerGpuMemory,
+    Plan,
+    RejectedLayout,
+    ReserveComponent,
+    Throughput,
+)
+from nemotron_operator.crd import build_crd
+from tests.unit.admission.conftest import load_example
+
+GIB = 1024**3
+
+
+def full_status() -> dict[str, Any]:
+    plan = Plan(
+        model_id="nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16",
+        precision="BF16",
+        gpu_product="NVIDIA-H200",
+        gpu_memory_bytes=143771 * 1024**2,
+        gpus_per_node=8,
+        tensor_parallel=4,
+        pipeline_parallel=1,
+        expert_parallel=True,
+        gpus_per_replica=4,
+        nodes_per_replica=1,
+        replicas=2,
+        total_gpus=8,
+        nodes=1,
+        weights_total_bytes=249 * 10**9,
+        per_gpu=PerGpuMemory(
+            weights_bytes=58 * GIB,
+            reserve_bytes=6 * GIB,
+            kv_pool_bytes=62 * GIB,
+            usable_bytes=126 * GIB,
+            reserve_components=[ReserveComponent(name="activations", bytes=2 * GIB)],
+        ),
+        kv_bytes_per_token=4608,
+        mamba_bytes_per_sequence=130_000_000,
+        bytes_per_sequence=1_300_000_000,
+        block_size_tokens=1056,
+        max_concurrency=51.2,
+        kv_cache_tokens=13_000_000,
+        max_model_len=262144,
+        speculative_tokens=3,
+        notes=["example note"],
+        rejected=[
+            RejectedLayout(
+                gpu_product="NVIDIA-H200",
+                tensor_parallel=1,
+                pipeline_parallel=1,
+                reason="weights need 231.8 GiB per GPU",
+            )
+        ],
+    )
+    status = NemotronDeploymentStatus(
+        observed_generation=1,
+        phase="Ready",
+        conditions=[
+            Condition(
+                type="Ready",
+                status="True",
+                reason="AllReplicasReady",
+                message="2/2 replicas ready",
+                last_transition_time="2026-12-02T10:00:00Z",
+                observed_generation=1,
+            )
+        ],
+        plan=plan,
+        node_pool=NodePoolStatus(
+            gpu_product="NVIDIA-H200", gpus_per_node=8, nodes=1, provisioner="None"
+        ),
+        replicas=2,
+        ready_replicas=2,
+        ready="2/2",
+        selector="app.kubernetes.io/instance=super-vl-bf16",
+        endpoint="http://super-vl-bf16.ai.svc:8000/v1",
+        throughput=Throughput(
+            generation_tokens_per_second=1200.5,
+            mtp_acceptance_rate=0.7,
+            ttft_seconds_p50=0.2,
+            ttft_seconds_p95=0.9,
+            sampled_at="2026-12-02T10:00:00Z",
+        ),
+    )
+    return status.to_wire()
+
+
+@lru_cache(maxsize=1)
+def _admitted_bases() -> tuple[dict[str, Any], ...]:
+    full = load_example("super-vl-bf16-h200.yaml")
+    full["status"] = full_status()
+    full["spec"]["scheduling"]["affinity"] = {"nodeAffinity": {}}
+    karpenter = copy.deepcopy(full)
+    karpenter["spec"]["nodePool"] = {
+        "provisioner": "Karpenter",
+        "karpenter": {
+            "nodeClassRef": {"name": "gpu", "group": "karpenter.k8s.aws", "kind": "EC2NodeClass"},
+            "instanceTypes": ["p5e.48xlarge"],
+            "capacityType": "on-demand",
+        },
+    }
+    karpenter["spec"]["capacity"]["gpu"]["count"] = 4
+    karpenter["spec"]["capacity"]["parallelism"] = {"tensor": 4, "pipeline": 1, "expert": True}
+    karpenter["spec"]["engine"]["reasoningParser"] = None
+    del karpenter["spec"]["engine"]["reasoningParser"]
+    karpenter["spec"]["engine"]["reasoningParserPlugin"] = {
+        "configMapName": "parsers",
+        "fileName": "super_v3_reasoning_parser.py",
+        "parserName": "super_v3",
+    }
+    custom = load_example("custom-architecture.yaml")
+    custom["spec"]["model"]["architecture"]["parameters"].update(mtp=1, vision=1)
+    custom["spec"]["model"]["architecture"]["trainedContext"] = 16384
+    custom["spec"]["scheduling"] = {
+        "tolerations": [
+            {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        ]
+    }
+    karpenter["status"]["nodePool"].update(provisioner="Karpenter", objectName="nd-super-vl")
+    # As the API server stores them: defaults applied, so defaulted fields can be probed too.
+    crd = build_crd()
+    return tuple(validate_object(crd, obj) for obj in (full, karpenter, custom))
+
+
+def bases() -> list[dict[str, Any]]:
+    """Fresh copies of the admitted bases (tests mutate them)."""
+    return copy.deepcopy(list(_admitted_bases()))

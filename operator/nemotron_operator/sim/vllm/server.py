@@ -246,12 +246,17 @@ class _ResponseShape:
             reasoning, content = texts[index]
             choice: dict[str, Any] = {"index": index}
             if self.chat:
-                message: dict[str, Any] = {"role": "assistant", "content": content}
-                message["tool_calls"] = []
-                if self.parsed.with_reasoning:
-                    message["reasoning"] = reasoning or None
-                    message["content"] = content or None
-                choice["message"] = message
+                # vLLM's ChatMessage serialises every field, null or not.
+                choice["message"] = {
+                    "role": "assistant",
+                    "content": content if content or not reasoning else None,
+                    "refusal": None,
+                    "annotations": None,
+                    "audio": None,
+                    "function_call": None,
+                    "tool_calls": [],
+                    "reasoning": reasoning or None,
+                }
             else:
                 choice["text"] = content
             choice.update(logprobs=None, finish_reason=planned.finish_reason, stop_reason=None)

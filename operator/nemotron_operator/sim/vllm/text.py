@@ -38,7 +38,7 @@ _VOCABULARY = (
     "ten", "time", "step", "path", "line", "core", "file", "disk", "rack",
 )  # fmt: skip
 _REASONING_VOCABULARY = (
-    "hmm", "so", "if", "then", "thus", "note", "step", "check", "wait", "plan", "sure", "need",
+    "hmm", "so", "if", "then", "thus", "note", "step", "see", "wait", "plan", "sure", "need",
     "next",
 )  # fmt: skip
 

@@ -1,0 +1,67 @@
+"""``render_all``: every object a NemotronDeployment needs, in a stable order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.render import checks, engine, monitoring, nodepool, services, storage
+from nemotron_operator.render.inputs import PlanResultLike, RenderOptions
+from nemotron_operator.render.names import Names
+from nemotron_operator.render.workload import build_statefulsets
+
+# Apply order: capacity first (a NodePool starts provisioning), then storage, the Services the
+# StatefulSets name, the workloads, and what watches them.
+KIND_ORDER = (
+    "NodePool",
+    "PersistentVolumeClaim",
+    "Service",
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "PodMonitor",
+)
+
+
+def render_all(
+    deployment: NemotronDeployment,
+    result: PlanResultLike,
+    options: RenderOptions | None = None,
+) -> list[dict[str, Any]]:
+    """Every object for ``deployment`` under ``result.plan``; raises RenderError naming the
+    field when the spec cannot be rendered. Same input, same output, byte for byte."""
+    options = options or RenderOptions()
+    plan = result.plan
+    checks.check(
+        deployment,
+        result.model,
+        options,
+        gpu_product=plan.gpu_product,
+        max_model_len=plan.max_model_len,
+    )
+    names = Names(deployment.metadata.name, deployment.metadata.namespace)
+    settings = engine.resolve(deployment, plan, result.model)
+    weight_bytes = plan.weights_total_bytes
+    extra = (
+        {} if options.plugin_digest is None else {"reasoningParserPlugin": options.plugin_digest}
+    )
+    objects: list[dict[str, Any]] = []
+    pool = nodepool.build_node_pool(deployment, plan, names)
+    if pool is not None:
+        objects.append(pool)
+    if deployment.spec.model.source.pvc is None and not storage.uses_claim_template(deployment):
+        objects.append(storage.build_persistent_volume_claim(deployment, names, weight_bytes))
+    objects.append(services.build_headless_service(names, multi_node=plan.nodes_per_replica > 1))
+    objects.append(services.build_service(names))
+    objects += build_statefulsets(
+        deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
+    )
+    objects.append(services.build_pod_disruption_budget(names))
+    monitor = monitoring.build_pod_monitor(deployment, names)
+    if monitor is not None:
+        objects.append(monitor)
+    if options.owner is not None:
+        reference = options.owner.reference()
+        for obj in objects:
+            if "namespace" in obj["metadata"]:
+                obj["metadata"]["ownerReferences"] = [reference]
+    return objects

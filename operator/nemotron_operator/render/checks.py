@@ -1,0 +1,208 @@
+"""Checks of a spec that only rendering can make: they depend on the model (is it a VL model, does
+it have an MTP head), on the vLLM flag table, or repeat an admission rule (CEL) that pydantic does
+not evaluate, so that ``render`` and the controller refuse what the API server would.
+
+Every problem names its field; all problems are reported at once.
+"""
+
+from __future__ import annotations
+
+from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.api.errors import FieldError
+from nemotron_operator.catalog import vllm_flags
+from nemotron_operator.render.errors import RenderError
+from nemotron_operator.render.inputs import ModelFacts, RenderOptions
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+# Parsers NVIDIA ships as plugin files in the model repositories; vLLM has no built-in parser of
+# these names (model-facts.md §4: "No ultra_v3 or super_v3 built-in in v0.31/v0.33").
+PLUGIN_ONLY_PARSERS = frozenset({"super_v3", "ultra_v3", "nano_v3"})
+
+
+def check(
+    deployment: NemotronDeployment,
+    model: ModelFacts,
+    options: RenderOptions,
+    *,
+    gpu_product: str,
+    max_model_len: int,
+) -> None:
+    """Raise RenderError listing every problem; return when the spec can be rendered."""
+    errors = [
+        *_extra_args(deployment.spec.engine.extra_args),
+        *_engine(deployment, model),
+        *_model(deployment, model, options, max_model_len),
+        *_placement(deployment, gpu_product),
+    ]
+    if errors:
+        raise RenderError(errors, name=deployment.metadata.name)
+
+
+def _extra_args(args: list[str]) -> list[FieldError]:
+    field = "spec.engine.extraArgs"
+    try:
+        uses = vllm_flags.parse_args(args)
+    except vllm_flags.FlagError as exc:
+        return [FieldError(f"{field}[{exc.index}]", f"{exc}; remove or correct it")]
+    errors = []
+    seen: dict[str, int] = {}
+    for use in uses:
+        name = use.flag.name
+        path = f"{field}[{use.index}]"
+        if name in vllm_flags.DENIED:
+            errors.append(FieldError(path, f"{name} is not allowed: {vllm_flags.DENIED[name]}"))
+        elif name in vllm_flags.OWNED_BY_FIELD:
+            owner = vllm_flags.OWNED_BY_FIELD[name]
+            errors.append(FieldError(path, f"{name} duplicates {owner}: set that field instead"))
+        elif name in seen:
+            errors.append(
+                FieldError(path, f"{name} is already given at {field}[{seen[name]}]: keep one")
+            )
+        seen.setdefault(name, use.index)
+    return errors
+
+
+def _engine(deployment: NemotronDeployment, model: ModelFacts) -> list[FieldError]:
+    engine = deployment.spec.engine
+    errors = []
+    if engine.multimodal is not None and not model.vision:
+        errors.append(
+            FieldError(
+                "spec.engine.multimodal",
+                f"{model.hf_id} is not a vision-language model, so it takes no images or "
+                "videos: remove spec.engine.multimodal",
+            )
+        )
+    if engine.reasoning_parser is not None and engine.reasoning_parser_plugin is not None:
+        errors.append(
+            FieldError(
+                "spec.engine.reasoningParserPlugin",
+                "set either reasoningParser (a built-in parser) or reasoningParserPlugin "
+                "(a plugin file), not both",
+            )
+        )
+    if engine.reasoning_parser in PLUGIN_ONLY_PARSERS:
+        errors.append(
+            FieldError(
+                "spec.engine.reasoningParser",
+                f"{engine.reasoning_parser} is not built into vLLM {vllm_flags.VLLM_VERSION}; it "
+                "is a plugin file shipped in the model repository: put the file in a ConfigMap "
+                "and set spec.engine.reasoningParserPlugin, or use the built-in nemotron_v3",
+            )
+        )
+    plugin = engine.reasoning_parser_plugin
+    if plugin is not None and not plugin.file_name.endswith(".py"):
+        errors.append(
+            FieldError(
+                "spec.engine.reasoningParserPlugin.fileName",
+                f"{plugin.file_name!r} is not a Python file: name the ConfigMap key that holds "
+                "the parser's .py file",
+            )
+        )
+    errors.extend(_speculative(deployment, model))
+    return errors
+
+
+def _speculative(deployment: NemotronDeployment, model: ModelFacts) -> list[FieldError]:
+    spec = deployment.spec.engine.speculative_decoding
+    if spec is None:
+        return []
+    field = "spec.engine.speculativeDecoding"
+    if spec.method == "mtp" and model.mtp_layers == 0:
+        return [
+            FieldError(
+                f"{field}.method",
+                f"{model.hf_id} has no MTP head: set method: none or remove speculativeDecoding",
+            )
+        ]
+    tokens = spec.num_speculative_tokens
+    if spec.method == "mtp" and tokens is not None and not 1 <= tokens <= 8:
+        return [FieldError(f"{field}.numSpeculativeTokens", "must be between 1 and 8 with mtp")]
+    if spec.method == "none" and tokens not in (None, 0):
+        return [
+            FieldError(f"{field}.numSpeculativeTokens", "must be 0 (or unset) when method is none")
+        ]
+    return []
+
+
+def _model(
+    deployment: NemotronDeployment, model: ModelFacts, options: RenderOptions, max_model_len: int
+) -> list[FieldError]:
+    spec = deployment.spec.model
+    errors = []
+    architecture = spec.architecture
+    if (
+        architecture is not None
+        and architecture.trust_remote_code
+        and not options.allow_remote_code
+    ):
+        errors.append(
+            FieldError(
+                "spec.model.architecture.trustRemoteCode",
+                "this operator does not allow remote code for models outside the catalog: ask "
+                "the administrator to allow it, or serve a checkpoint vLLM supports natively",
+            )
+        )
+    if spec.source.pvc is not None and "revision" in spec.model_fields_set:
+        errors.append(
+            FieldError(
+                "spec.model.revision",
+                "applies to Hugging Face downloads; weights from spec.model.source.pvc are "
+                "served as they are: remove spec.model.revision",
+            )
+        )
+    if spec.source.pvc is not None and deployment.spec.storage is not None:
+        errors.append(
+            FieldError(
+                "spec.storage",
+                "configures the download cache and does not apply when weights come from "
+                "spec.model.source.pvc: remove spec.storage",
+            )
+        )
+    if max_model_len > max(model.trained_context, model.max_position_embeddings):
+        errors.append(
+            FieldError(
+                "spec.engine.maxModelLen",
+                f"{max_model_len} exceeds the {model.trained_context} tokens {model.hf_id} was "
+                "trained to: lower it",
+            )
+        )
+    return errors
+
+
+def _placement(deployment: NemotronDeployment, gpu_product: str) -> list[FieldError]:
+    spec = deployment.spec
+    errors = []
+    wanted = spec.scheduling.node_selector.get(GPU_PRODUCT_LABEL)
+    if wanted is not None and wanted != gpu_product:
+        errors.append(
+            FieldError(
+                f'spec.scheduling.nodeSelector["{GPU_PRODUCT_LABEL}"]',
+                f"is {wanted} but the plan runs on {gpu_product}: choose GPUs with "
+                "spec.capacity.gpu.products and remove this selector",
+            )
+        )
+    cache = spec.storage.cache if spec.storage is not None else None
+    if cache is not None and cache.shared and "ReadWriteMany" not in cache.access_modes:
+        errors.append(
+            FieldError(
+                "spec.storage.cache.accessModes",
+                "a shared cache needs accessModes to include ReadWriteMany",
+            )
+        )
+    pool = spec.node_pool
+    if pool.provisioner == "Karpenter" and pool.karpenter is None:
+        errors.append(
+            FieldError(
+                "spec.nodePool.karpenter", "is required when nodePool.provisioner is Karpenter"
+            )
+        )
+    if pool.provisioner != "Karpenter" and pool.karpenter is not None:
+        errors.append(
+            FieldError(
+                "spec.nodePool.provisioner",
+                "nodePool.karpenter is set but provisioner is None: set provisioner: Karpenter "
+                "or remove nodePool.karpenter",
+            )
+        )
+    return errors

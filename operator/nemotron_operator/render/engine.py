@@ -1,0 +1,170 @@
+"""The ``vllm serve`` command line: flags only from typed fields and the plan, then extraArgs.
+
+Flag order is fixed (deterministic output, readable diffs). Every flag rendered here is in
+``catalog.vllm_flags`` (a unit test parses every rendered command with it).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass
+
+from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.render.inputs import ModelFacts
+
+SERVE_PORT = 8000  # vLLM's default --port (FrontendArgs.port)
+MASTER_PORT = 29501  # vLLM's default --master-port (model-facts.md §4)
+MODEL_MOUNT = "/models"
+PLUGIN_MOUNT = "/etc/nemotron/reasoning-parser"
+DOWNLOAD_MARKER = ".nemotron-download-complete"
+# Spec values that switch a defaulted feature off.
+OFF = "none"
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This pod's part in a multi-node replica."""
+
+    nnodes: int
+    master_addr: str
+    worker: bool  # False: node rank 0, runs the API server; True: --headless rank from ordinal
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Spec defaults resolved against the model and the plan."""
+
+    served_name: str
+    model_path: str
+    speculative_tokens: int
+    reasoning_parser: str | None
+    plugin_file: str | None  # path of the mounted plugin file
+    tool_call_parser: str | None
+    images: int | None  # multimodal limits, VL models only
+    videos: int | None
+    enable_thinking: bool | None
+    trust_remote_code: bool
+    long_context: bool  # needs VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+
+
+def model_path(deployment: NemotronDeployment) -> str:
+    """Where the weights are inside the serving container."""
+    pvc = deployment.spec.model.source.pvc
+    if pvc is not None:
+        return posixpath.normpath(posixpath.join(MODEL_MOUNT, pvc.path.lstrip("/")))
+    return f"{MODEL_MOUNT}/{deployment.spec.model.id}"
+
+
+def resolve(deployment: NemotronDeployment, plan: Plan, model: ModelFacts) -> EngineSettings:
+    spec = deployment.spec
+    engine = spec.engine
+    plugin = engine.reasoning_parser_plugin
+    if plugin is not None:
+        reasoning: str | None = plugin.parser_name
+    elif engine.reasoning_parser is not None:
+        reasoning = None if engine.reasoning_parser == OFF else engine.reasoning_parser
+    else:
+        reasoning = model.default_reasoning_parser
+    tools = engine.tool_call_parser or model.default_tool_call_parser
+    multimodal = engine.multimodal
+    return EngineSettings(
+        served_name=spec.model.served_name or deployment.metadata.name,
+        model_path=model_path(deployment),
+        speculative_tokens=plan.speculative_tokens,
+        reasoning_parser=reasoning,
+        plugin_file=None if plugin is None else f"{PLUGIN_MOUNT}/{plugin.file_name}",
+        tool_call_parser=None if tools == OFF else tools,
+        images=(multimodal.images if multimodal else 8) if model.vision else None,
+        videos=(multimodal.videos if multimodal else 2) if model.vision else None,
+        enable_thinking=engine.enable_thinking,
+        trust_remote_code=model.trust_remote_code,
+        long_context=plan.max_model_len > model.max_position_embeddings,
+    )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def serve_args(
+    deployment: NemotronDeployment,
+    plan: Plan,
+    settings: EngineSettings,
+    distributed: Distributed | None = None,
+) -> list[str]:
+    """Arguments after ``vllm serve``: the model path, then the flags."""
+    engine = deployment.spec.engine
+    args = [
+        settings.model_path,
+        "--served-model-name",
+        settings.served_name,
+        "--tensor-parallel-size",
+        str(plan.tensor_parallel),
+        "--pipeline-parallel-size",
+        str(plan.pipeline_parallel),
+    ]
+    if plan.expert_parallel:
+        args.append("--enable-expert-parallel")
+    args += ["--max-model-len", str(plan.max_model_len)]
+    args += ["--gpu-memory-utilization", _float(engine.gpu_memory_utilization)]
+    if engine.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(engine.max_num_seqs)]
+    if engine.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
+    args += ["--kv-cache-dtype", engine.kv_cache_dtype]
+    args += ["--mamba-ssm-cache-dtype", engine.mamba_ssm_cache_dtype]
+    args.append(
+        "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching"
+    )
+    if settings.speculative_tokens > 0:
+        spec = {"method": "mtp", "num_speculative_tokens": settings.speculative_tokens}
+        args += ["--speculative-config", _json(spec)]
+    if settings.plugin_file is not None:
+        args += ["--reasoning-parser-plugin", settings.plugin_file]
+    if settings.reasoning_parser is not None:
+        args += ["--reasoning-parser", settings.reasoning_parser]
+    if settings.tool_call_parser is not None:
+        args += ["--tool-call-parser", settings.tool_call_parser, "--enable-auto-tool-choice"]
+    if settings.images is not None and settings.videos is not None:
+        limits = {"image": settings.images, "video": settings.videos}
+        args += ["--limit-mm-per-prompt", _json(limits)]
+    if settings.enable_thinking is not None:
+        kwargs = {"enable_thinking": settings.enable_thinking}
+        args += ["--default-chat-template-kwargs", _json(kwargs)]
+    if settings.trust_remote_code:
+        args.append("--trust-remote-code")
+    args += _distributed_args(distributed)
+    if distributed is None or not distributed.worker:
+        args += ["--port", str(SERVE_PORT)]
+    args += engine.extra_args
+    return args
+
+
+NODE_RANK_ENV = "NODE_RANK"
+
+
+def _distributed_args(distributed: Distributed | None) -> list[str]:
+    if distributed is None:
+        return []
+    rank = f"$({NODE_RANK_ENV})" if distributed.worker else "0"
+    args = [
+        "--distributed-executor-backend",
+        "mp",
+        "--nnodes",
+        str(distributed.nnodes),
+        "--node-rank",
+        rank,
+        "--master-addr",
+        distributed.master_addr,
+        "--master-port",
+        str(MASTER_PORT),
+    ]
+    if distributed.worker:
+        args.append("--headless")
+    return args
+
+
+def _float(value: float) -> str:
+    # repr keeps 0.9 as "0.9" and never switches to exponent notation for these values.
+    return repr(value)

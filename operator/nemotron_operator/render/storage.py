@@ -1,0 +1,142 @@
+"""The weight cache: a claim per pod (volumeClaimTemplates) or one shared claim, filled by an init
+container that downloads the checkpoint once; or an existing claim that already holds it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.render import names as n
+from nemotron_operator.render.engine import DOWNLOAD_MARKER, MODEL_MOUNT
+from nemotron_operator.render.names import Names
+
+WEIGHTS_VOLUME = "weights"
+GIB = 1024**3
+# Headroom over the checkpoint's bytes for tokenizer files, the download's metadata and a
+# partially written shard (api: "the checkpoint's bytes plus 10% headroom").
+CACHE_HEADROOM = 1.10
+
+# Runs in the vLLM image (it ships huggingface_hub and its `hf` CLI). The marker records which
+# id@revision completed, so a restarted pod skips the download and a new revision fetches again.
+DOWNLOAD_SCRIPT = f"""\
+set -eu
+want="$MODEL_ID@$MODEL_REVISION"
+marker="$MODEL_DIR/{DOWNLOAD_MARKER}"
+if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ]; then
+  echo "weights for $want already complete in $MODEL_DIR"
+  exit 0
+fi
+mkdir -p "$MODEL_DIR"
+hf download "$MODEL_ID" --revision "$MODEL_REVISION" --local-dir "$MODEL_DIR"
+echo "$want" > "$marker"
+echo "downloaded $want into $MODEL_DIR"
+"""
+
+
+def gibibytes(num_bytes: int) -> str:
+    return f"{max(1, math.ceil(num_bytes / GIB))}Gi"
+
+
+def cache_size(deployment: NemotronDeployment, weight_bytes: int) -> str:
+    storage = deployment.spec.storage
+    if storage is not None and storage.cache.size is not None:
+        return storage.cache.size
+    return gibibytes(int(weight_bytes * CACHE_HEADROOM))
+
+
+def uses_claim_template(deployment: NemotronDeployment) -> bool:
+    """One claim per pod: the default for Hugging Face sources."""
+    if deployment.spec.model.source.pvc is not None:
+        return False
+    storage = deployment.spec.storage
+    return storage is None or not storage.cache.shared
+
+
+def _claim_spec(deployment: NemotronDeployment, weight_bytes: int) -> dict[str, Any]:
+    storage = deployment.spec.storage
+    cache = storage.cache if storage is not None else None
+    spec: dict[str, Any] = {
+        "accessModes": list(cache.access_modes) if cache else ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": cache_size(deployment, weight_bytes)}},
+    }
+    if cache is not None and cache.storage_class_name is not None:
+        spec["storageClassName"] = cache.storage_class_name
+    return spec
+
+
+def build_volume_claim_template(
+    deployment: NemotronDeployment, names: Names, weight_bytes: int
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": WEIGHTS_VOLUME, "labels": n.labels(names, n.COMPONENT_WEIGHTS)},
+        "spec": _claim_spec(deployment, weight_bytes),
+    }
+
+
+def build_persistent_volume_claim(
+    deployment: NemotronDeployment, names: Names, weight_bytes: int
+) -> dict[str, Any]:
+    """The shared cache claim (``storage.cache.shared``), mounted by every pod."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": names.shared_cache_claim,
+            "namespace": names.namespace,
+            "labels": n.labels(names, n.COMPONENT_WEIGHTS),
+        },
+        "spec": _claim_spec(deployment, weight_bytes),
+    }
+
+
+def weights_volume(deployment: NemotronDeployment, names: Names) -> dict[str, Any] | None:
+    """The pod volume for the weights; None when volumeClaimTemplates provide it."""
+    pvc = deployment.spec.model.source.pvc
+    if pvc is not None:
+        claim = {"claimName": pvc.claim_name, "readOnly": True}
+        return {"name": WEIGHTS_VOLUME, "persistentVolumeClaim": claim}
+    if uses_claim_template(deployment):
+        return None
+    return {
+        "name": WEIGHTS_VOLUME,
+        "persistentVolumeClaim": {"claimName": names.shared_cache_claim},
+    }
+
+
+def build_download_container(
+    deployment: NemotronDeployment,
+    image: str,
+    model_dir: str,
+    security_context: dict[str, Any],
+    scratch_mount: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The init container that fills the cache; None when weights come from an existing claim."""
+    source = deployment.spec.model.source
+    if source.hugging_face is None:
+        return None
+    env: list[dict[str, Any]] = [
+        {"name": "MODEL_ID", "value": deployment.spec.model.id},
+        {"name": "MODEL_REVISION", "value": deployment.spec.model.revision},
+        {"name": "MODEL_DIR", "value": model_dir},
+        {"name": "HOME", "value": scratch_mount["mountPath"]},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+    ]
+    token = source.hugging_face.token_secret_ref
+    if token is not None:
+        # The kubelet resolves the Secret; the operator never reads it (no Secret RBAC).
+        ref = {"name": token.name, "key": token.key}
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}})
+    return {
+        "name": "download",
+        "image": image,
+        "command": ["sh", "-c", DOWNLOAD_SCRIPT],
+        "env": env,
+        # No memory limit: the download streams hundreds of GB through the page cache.
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+        "securityContext": security_context,
+        "volumeMounts": [
+            {"name": WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT},
+            scratch_mount,
+        ],
+    }

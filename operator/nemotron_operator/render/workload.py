@@ -1,0 +1,167 @@
+"""The serving StatefulSets.
+
+A replica that fits on one node: one StatefulSet, ``replicas = spec.replicas``, every pod a leader
+that serves. A replica that needs several nodes (LeaderWorkerSet's layout, in plain StatefulSets):
+for each replica a leader StatefulSet (one pod, node rank 0, runs the API server) and a worker
+StatefulSet (one pod per further node, ``ordinals.start: 1`` so that each pod's ordinal is its node
+rank, ``--headless``). A pod template is shared by every pod of a StatefulSet, so node rank 0 (API
+server) and the headless ranks cannot share one without wrapping ``vllm serve`` in a shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.render import names as n
+from nemotron_operator.render import storage
+from nemotron_operator.render.engine import Distributed, EngineSettings
+from nemotron_operator.render.names import Names
+from nemotron_operator.render.pod import build_pod_template
+
+CONFIG_HASH_LENGTH = 16
+
+
+def config_hash(template: Mapping[str, Any], extra: Mapping[str, str]) -> str:
+    """Digest of the pod template plus inputs that live outside it (the plugin file's digest).
+
+    It covers exactly what reaches the pods: fields that only change the plan's explanation,
+    replicas, monitoring, the PDB or the node pool leave it unchanged.
+    """
+    payload = json.dumps({"template": template, "extra": dict(extra)}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:CONFIG_HASH_LENGTH]
+
+
+def plan_annotation(plan: Plan) -> str:
+    """The chosen layout and its arithmetic; the rejected alternatives stay in status.plan."""
+    wire = plan.to_wire()
+    wire.pop("rejected", None)
+    wire.pop("rejectedOmitted", None)
+    return json.dumps(wire, sort_keys=True, separators=(",", ":"))
+
+
+def _with_hash(template: dict[str, Any], extra: Mapping[str, str]) -> dict[str, Any]:
+    template["metadata"]["annotations"][n.CONFIG_HASH] = config_hash(template, extra)
+    return template
+
+
+def _statefulset(
+    name: str,
+    names: Names,
+    plan: Plan,
+    *,
+    replicas: int,
+    selector: dict[str, str],
+    template: dict[str, Any],
+    claim_templates: list[dict[str, Any]],
+    start_ordinal: int = 0,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "serviceName": names.headless_service,
+        # Replicas load their weights at the same time, and a multi-node replica's ranks must
+        # all start before any of them can become ready.
+        "podManagementPolicy": "Parallel",
+        "updateStrategy": {"type": "RollingUpdate"},
+        "selector": {"matchLabels": selector},
+        "template": template,
+    }
+    if start_ordinal:
+        spec["ordinals"] = {"start": start_ordinal}
+    if claim_templates:
+        spec["volumeClaimTemplates"] = claim_templates
+        # Keep downloaded weights when scaling down (scaling up again skips the download);
+        # delete them with the StatefulSet.
+        spec["persistentVolumeClaimRetentionPolicy"] = {
+            "whenDeleted": "Delete",
+            "whenScaled": "Retain",
+        }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": name,
+            "namespace": names.namespace,
+            "labels": n.labels(names, n.COMPONENT_SERVING),
+            "annotations": {n.PLAN: plan_annotation(plan)},
+        },
+        "spec": spec,
+    }
+
+
+def build_statefulsets(
+    deployment: NemotronDeployment,
+    plan: Plan,
+    settings: EngineSettings,
+    names: Names,
+    *,
+    weight_bytes: int,
+    extra_hash_inputs: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    nodes = plan.nodes_per_replica
+    if plan.gpus_per_replica % nodes or plan.gpus_per_replica // nodes > plan.gpus_per_node:
+        raise ValueError(
+            f"plan puts {plan.gpus_per_replica} GPUs on {nodes} nodes of {plan.gpus_per_node}: "
+            "a replica must use the same number of GPUs on each of its nodes"
+        )
+    gpus = plan.gpus_per_replica // nodes
+    claims = (
+        [storage.build_volume_claim_template(deployment, names, weight_bytes)]
+        if storage.uses_claim_template(deployment)
+        else []
+    )
+
+    def statefulset(
+        name: str,
+        replicas: int,
+        selector: dict[str, str],
+        distributed: Distributed | None,
+        start_ordinal: int = 0,
+    ) -> dict[str, Any]:
+        pod_labels = {**n.labels(names, n.COMPONENT_SERVING), **selector}
+        template = build_pod_template(
+            deployment,
+            plan,
+            settings,
+            names,
+            pod_labels=pod_labels,
+            gpus=gpus,
+            weight_bytes=weight_bytes,
+            distributed=distributed,
+        )
+        return _statefulset(
+            name,
+            names,
+            plan,
+            replicas=replicas,
+            selector=selector,
+            template=_with_hash(template, extra_hash_inputs),
+            claim_templates=claims,
+            start_ordinal=start_ordinal,
+        )
+
+    if nodes == 1:
+        selector = n.serving_selector(names, n.ROLE_LEADER)
+        return [statefulset(names.statefulset, deployment.spec.replicas, selector, None)]
+    objects = []
+    for replica in range(deployment.spec.replicas):
+        leader_name = names.leader_statefulset(replica)
+        master = names.pod_dns(leader_name, 0)
+        leader = n.serving_selector(names, n.ROLE_LEADER, replica)
+        worker = n.serving_selector(names, n.ROLE_WORKER, replica)
+        objects.append(
+            statefulset(leader_name, 1, leader, Distributed(nodes, master, worker=False))
+        )
+        objects.append(
+            statefulset(
+                names.worker_statefulset(replica),
+                nodes - 1,
+                worker,
+                Distributed(nodes, master, worker=True),
+                start_ordinal=1,
+            )
+        )
+    return objects

@@ -11,7 +11,7 @@ Not simulated: pod (anti-)affinity, topology spread, preemption, host ports, vol
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -179,7 +179,7 @@ def unschedulable_message(node_count: int, reasons: Counter[str]) -> str:
     return message + "."
 
 
-def schedule(pod: Mapping[str, Any], nodes: list[Mapping[str, Any]], usage: Usage) -> Decision:
+def schedule(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], usage: Usage) -> Decision:
     """Pick a node for ``pod`` given every node and what bound pods already use (``node_usage``).
 
     The caller adds the pod's requests to ``usage`` after binding it, so a batch of pending pods

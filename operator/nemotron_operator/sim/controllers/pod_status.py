@@ -1,0 +1,177 @@
+"""The pod status a kubelet reports, built from a small mutable model of the pod's containers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The order a real kubelet reports them in.
+_CONDITION_ORDER = (
+    "PodReadyToStartContainers",
+    "Initialized",
+    "Ready",
+    "ContainersReady",
+    "PodScheduled",
+)
+
+
+@dataclass
+class ContainerState:
+    """One container as the simulated runtime sees it; ``state`` is a Kubernetes ContainerState."""
+
+    name: str
+    image: str
+    state: dict[str, Any] = field(
+        default_factory=lambda: {"waiting": {"reason": "PodInitializing"}}
+    )
+    ready: bool = False
+    started: bool = False
+    restart_count: int = 0
+    last_state: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, now: str) -> None:
+        self.state = {"running": {"startedAt": now}}
+        self.started = True
+
+    def complete(self, started_at: str, now: str) -> None:
+        self.state = {
+            "terminated": {
+                "exitCode": 0,
+                "reason": "Completed",
+                "startedAt": started_at,
+                "finishedAt": now,
+            }
+        }
+        self.started = False
+
+    def crash(self, message: str, started_at: str, now: str) -> None:
+        """The process exited with an error; the kubelet backs off before the next start."""
+        self.last_state = {
+            "terminated": {
+                "exitCode": 1,
+                "reason": "Error",
+                "message": message,
+                "startedAt": started_at,
+                "finishedAt": now,
+            }
+        }
+        self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        self.ready = False
+        self.started = False
+
+    def to_status(self, container_id: str) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "image": self.image,
+            "imageID": f"sim://{self.image}",
+            "containerID": f"sim://{container_id}",
+            "ready": self.ready,
+            "started": self.started,
+            "restartCount": self.restart_count,
+            "state": self.state,
+            "lastState": self.last_state,
+        }
+
+
+@dataclass
+class PodModel:
+    """What the kubelet knows about one pod; ``render`` turns it into ``status``."""
+
+    uid: str
+    host_ip: str
+    pod_ip: str
+    start_time: str
+    qos_class: str
+    init_containers: list[ContainerState]
+    containers: list[ContainerState]
+    phase: str = "Pending"
+    transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def for_pod(cls, pod: Mapping[str, Any], host_ip: str, pod_ip: str, now: str) -> PodModel:
+        spec = pod.get("spec") or {}
+
+        def states(key: str) -> list[ContainerState]:
+            return [
+                ContainerState(c.get("name", ""), c.get("image", "")) for c in spec.get(key) or []
+            ]
+
+        return cls(
+            uid=pod.get("metadata", {}).get("uid", ""),
+            host_ip=host_ip,
+            pod_ip=pod_ip,
+            start_time=now,
+            qos_class=qos_class(pod),
+            init_containers=states("initContainers"),
+            containers=states("containers"),
+        )
+
+    def set_condition(self, kind: str, status: bool, now: str) -> None:
+        value = "True" if status else "False"
+        previous = self.transitions.get(kind)
+        if previous is None or previous[0] != value:
+            self.transitions[kind] = (value, now)
+
+    def render(self, now: str) -> dict[str, Any]:
+        initialized = all("terminated" in c.state for c in self.init_containers)
+        ready = initialized and all(c.ready for c in self.containers)
+        # A merge patch replaces the whole list, so the scheduler's condition is repeated here.
+        self.set_condition("PodScheduled", True, now)
+        self.set_condition("PodReadyToStartContainers", True, now)
+        self.set_condition("Initialized", initialized, now)
+        self.set_condition("ContainersReady", ready, now)
+        self.set_condition("Ready", ready, now)
+        conditions = [
+            {"type": kind, "status": value, "lastTransitionTime": since}
+            for kind in _CONDITION_ORDER
+            for value, since in [self.transitions[kind]]
+        ]
+        status: dict[str, Any] = {
+            "phase": self.phase,
+            "conditions": conditions,
+            "hostIP": self.host_ip,
+            "hostIPs": [{"ip": self.host_ip}],
+            "podIP": self.pod_ip,
+            "podIPs": [{"ip": self.pod_ip}],
+            "startTime": self.start_time,
+            "qosClass": self.qos_class,
+            "containerStatuses": [c.to_status(f"{self.uid}-{c.name}") for c in self.containers],
+        }
+        if self.init_containers:
+            status["initContainerStatuses"] = [
+                c.to_status(f"{self.uid}-{c.name}") for c in self.init_containers
+            ]
+        return status
+
+
+def qos_class(pod: Mapping[str, Any]) -> str:
+    """Guaranteed, Burstable or BestEffort, from cpu and memory requests and limits."""
+    spec = pod.get("spec") or {}
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        for name in ("cpu", "memory"):
+            if name in requests or name in limits:
+                any_set = True
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def scheduled_condition(status: bool, now: str, message: str = "") -> dict[str, Any]:
+    condition: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "True" if status else "False",
+        "lastTransitionTime": now,
+    }
+    if not status:
+        condition["reason"] = "Unschedulable"
+        condition["message"] = message
+    return condition

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import pytest
+
+from nemotron_operator.sim.controllers.ipam import POD_OCTETS, LoopbackPool, PoolExhaustedError
+
+
+def test_addresses_are_loopback_unique_and_reused_after_release() -> None:
+    pool = LoopbackPool(100)
+    first = [pool.allocate() for _ in range(300)]
+    assert len(set(first)) == 300
+    assert first[0] == "127.100.0.1"
+    assert first[254] == "127.100.1.1"  # .0 and .255 are skipped
+    assert all(a.startswith("127.100.") and not a.endswith((".0", ".255")) for a in first)
+    pool.release(first[5])
+    assert pool.allocate() == first[5]
+    assert pool.in_use() == 300
+
+
+def test_random_pool_stays_in_its_range() -> None:
+    assert LoopbackPool.random(POD_OCTETS).octet in POD_OCTETS
+
+
+def test_exhaustion_is_an_error() -> None:
+    pool = LoopbackPool(100)
+    pool._size = 2
+    pool.allocate()
+    pool.allocate()
+    with pytest.raises(PoolExhaustedError):
+        pool.allocate()

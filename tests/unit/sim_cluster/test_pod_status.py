@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from nemotron_operator.sim.controllers.pod_status import PodModel, qos_class
+
+
+def pod(**spec: object) -> dict[str, object]:
+    return {"metadata": {"uid": "u1", "name": "p"}, "spec": spec}
+
+
+def test_status_walks_from_init_to_ready_with_transition_times() -> None:
+    model = PodModel.for_pod(
+        pod(
+            initContainers=[{"name": "fetch", "image": "hf"}],
+            containers=[{"name": "vllm", "image": "vllm/vllm-openai:v0.31.0"}],
+        ),
+        "127.250.0.1",
+        "127.100.0.7",
+        "t0",
+    )
+    first = model.render("t0")
+    assert first["phase"] == "Pending"
+    assert first["podIP"] == "127.100.0.7"
+    assert first["initContainerStatuses"][0]["state"] == {"waiting": {"reason": "PodInitializing"}}
+    conditions = {c["type"]: c["status"] for c in first["conditions"]}
+    assert conditions == {
+        "PodReadyToStartContainers": "True",
+        "Initialized": "False",
+        "Ready": "False",
+        "ContainersReady": "False",
+        "PodScheduled": "True",
+    }
+    model.init_containers[0].run("t1")
+    model.init_containers[0].complete("t1", "t2")
+    model.phase = "Running"
+    model.containers[0].run("t2")
+    model.containers[0].ready = True
+    done = model.render("t3")
+    by_type = {c["type"]: c for c in done["conditions"]}
+    assert by_type["Ready"] == {"type": "Ready", "status": "True", "lastTransitionTime": "t3"}
+    assert by_type["PodScheduled"]["lastTransitionTime"] == "t0"
+    assert done["containerStatuses"][0]["state"] == {"running": {"startedAt": "t2"}}
+    assert done["initContainerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+
+
+def test_crash_keeps_the_error_and_waits_in_crash_loop_back_off() -> None:
+    model = PodModel.for_pod(pod(containers=[{"name": "vllm", "image": "x"}]), "h", "p", "t0")
+    model.containers[0].crash("vllm serve: error: unrecognized arguments: --bogus", "t1", "t1")
+    status = model.render("t1")["containerStatuses"][0]
+    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert "--bogus" in status["state"]["waiting"]["message"]
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert status["ready"] is False
+
+
+def test_qos_class() -> None:
+    assert qos_class(pod(containers=[{}])) == "BestEffort"
+    same = {"cpu": "1", "memory": "1Gi"}
+    assert qos_class(pod(containers=[{"resources": {"requests": same, "limits": same}}])) == (
+        "Guaranteed"
+    )
+    assert qos_class(pod(containers=[{"resources": {"requests": {"cpu": "1"}}}])) == "Burstable"

@@ -18,10 +18,11 @@ from nemotron_operator.api.base import (
     validations,
 )
 
-# Full-length sequences (at maxModelLen) a replica must hold at once. 1 would accept a layout that
-# serves a single long request; 4 keeps a replica useful under light concurrent load while still
-# letting NVIDIA's documented minimum layouts pass (see docs/sizing.md).
-DEFAULT_MIN_CONCURRENCY = 4
+# Full-length sequences (at maxModelLen) a replica must hold at once. 1 would accept a replica that
+# one long request fills; 2 is the largest value at which NVIDIA's documented minimum layouts for
+# Nemotron 3 Super (BF16 4×H100, FP8 2×H100, NVFP4 1×B200) still pass at the default 262,144-token
+# context — FP8 on 2×H100 holds about 3.4 (see docs/sizing.md).
+DEFAULT_MIN_CONCURRENCY = 2
 
 # GPU Feature Discovery product name (nvidia.com/gpu.product), e.g. NVIDIA-H200.
 GpuProduct = Annotated[

@@ -85,6 +85,34 @@ class Plan(ApiModel):
     kv_cache_tokens: int = Field(ge=0, description="KV cache capacity in tokens per replica.")
     max_model_len: int = Field(ge=1, description="Context per request, tokens.")
     speculative_tokens: int = Field(ge=0, description="MTP draft tokens (0 = off).")
+    mamba_state_bytes_per_sequence: int = Field(
+        default=0,
+        ge=0,
+        description="Raw Mamba conv + SSM state of one sequence per GPU (one slot, no padding).",
+    )
+    kv_cache_blocks: int = Field(
+        default=0, ge=0, description="Blocks in the shared KV/Mamba pool (vLLM num_gpu_blocks)."
+    )
+    blocks_per_sequence: int = Field(
+        default=0,
+        ge=0,
+        description="Blocks one full-length sequence holds: cdiv(maxModelLen, blockSizeTokens) "
+        "per attention group plus the state slots per Mamba group.",
+    )
+    kv_cache_groups: int = Field(
+        default=0, ge=0, description="KV cache groups (attention and Mamba) sharing the pool."
+    )
+    layers_per_group: int = Field(
+        default=0, ge=0, description="Layers per KV cache group on the reported GPU."
+    )
+    max_num_seqs: int = Field(
+        default=0, ge=0, description="max_num_seqs the reserve assumes (spec or vLLM default)."
+    )
+    max_num_batched_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="max_num_batched_tokens the reserve assumes (spec or vLLM default).",
+    )
     notes: Annotated[list[Reason], Field(max_length=16)] = Field(
         default_factory=list,
         description="Things the user should know about the plan, e.g. NVFP4 on Hopper runs "

@@ -1,1 +1,22 @@
-"""The memory model and the planner (pure)."""
+"""The memory model and the planner (pure): which GPUs a Nemotron deployment needs, how it is laid
+out on them, and how many full-length requests it then holds — with the arithmetic."""
+
+from nemotron_operator.sizing.errors import PlanningError
+from nemotron_operator.sizing.inventory import GpuInventory, GpuNode, inventory_from_nodes
+from nemotron_operator.sizing.memory import Layout, LayoutMemory, evaluate
+from nemotron_operator.sizing.result import PlanResult, plan_deployment
+from nemotron_operator.sizing.settings import EngineSettings, resolve_settings
+
+__all__ = [
+    "EngineSettings",
+    "GpuInventory",
+    "GpuNode",
+    "Layout",
+    "LayoutMemory",
+    "PlanResult",
+    "PlanningError",
+    "evaluate",
+    "inventory_from_nodes",
+    "plan_deployment",
+    "resolve_settings",
+]

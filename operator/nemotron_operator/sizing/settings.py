@@ -1,0 +1,96 @@
+"""The engine settings the memory model needs, resolved from the spec and the model.
+
+Defaults are vLLM's (model-facts.md §2) unless the project sets its own
+(``gpuMemoryUtilization`` 0.90, ``mambaSsmCacheDtype`` float32, MTP with one draft token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nemotron_operator.api.engine import EngineSpec
+from nemotron_operator.catalog.gpus import GIB, GpuProduct
+from nemotron_operator.catalog.models import ModelEntry
+from nemotron_operator.sizing import errors
+from nemotron_operator.sizing.errors import PlanningError
+
+# --kv-cache-dtype: auto follows the model dtype, BF16 for every Nemotron checkpoint (the FP8 and
+# NVFP4 checkpoints quantize weights, and their dtype stays bfloat16) [S].
+KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# The conv state follows --mamba-cache-dtype, which the operator leaves at auto (model dtype).
+CONV_DTYPE_BYTES = 2
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    max_model_len: int
+    speculative_tokens: int
+    kv_cache_dtype: str
+    mamba_ssm_cache_dtype: str
+    prefix_caching: bool
+    gpu_memory_utilization: float
+    max_num_seqs: int | None  # None: vLLM's default for the GPU (vllm_defaults)
+    max_num_batched_tokens: int | None
+
+    @property
+    def kv_dtype_bytes(self) -> int:
+        return KV_DTYPE_BYTES[self.kv_cache_dtype]
+
+    @property
+    def ssm_dtype_bytes(self) -> int:
+        return SSM_DTYPE_BYTES[self.mamba_ssm_cache_dtype]
+
+    def scheduler_limits(self, gpu: GpuProduct) -> tuple[int, int]:
+        """(max_num_seqs, max_num_batched_tokens) as vLLM would run on ``gpu``."""
+        seqs, tokens = vllm_defaults(gpu)
+        return self.max_num_seqs or seqs, self.max_num_batched_tokens or tokens
+
+
+def vllm_defaults(gpu: GpuProduct) -> tuple[int, int]:
+    """vLLM's server defaults when unset (``engine/arg_utils.py``, model-facts.md §2.4 [P]):
+    ≥160 GiB → 1024 sequences / 16384 tokens; ≥70 GiB and not an A100 → 1024 / 8192;
+    else 256 / 2048."""
+    if gpu.memory_bytes >= 160 * GIB:
+        return 1024, 16384
+    if gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def resolve_settings(engine: EngineSpec, model: ModelEntry) -> EngineSettings:
+    """Settings for ``model``; raises PlanningError for choices the model cannot honour."""
+    max_model_len: int = engine.max_model_len or model.max_position_embeddings
+    if max_model_len > model.trained_context:
+        raise PlanningError(
+            errors.MAX_MODEL_LEN_TOO_LONG,
+            f"{max_model_len} tokens is longer than {model.hf_id} supports "
+            f"({model.trained_context} tokens); set spec.engine.maxModelLen to at most "
+            f"{model.trained_context}",
+            field="spec.engine.maxModelLen",
+        )
+    speculative = engine.speculative_decoding
+    tokens: int
+    if speculative is None:
+        tokens = 1 if model.mtp_layers else 0
+    elif speculative.method == "none":
+        tokens = 0
+    elif model.mtp_layers == 0:
+        raise PlanningError(
+            errors.SPECULATIVE_DECODING_UNSUPPORTED,
+            f"{model.hf_id} has no MTP head (num_nextn_predict_layers is 0), so MTP speculative "
+            "decoding cannot run; remove spec.engine.speculativeDecoding or set its method to none",
+            field="spec.engine.speculativeDecoding",
+        )
+    else:
+        tokens = speculative.draft_tokens
+    return EngineSettings(
+        max_model_len=max_model_len,
+        speculative_tokens=tokens,
+        kv_cache_dtype=engine.kv_cache_dtype,
+        mamba_ssm_cache_dtype=engine.mamba_ssm_cache_dtype,
+        prefix_caching=engine.enable_prefix_caching,
+        gpu_memory_utilization=engine.gpu_memory_utilization,
+        max_num_seqs=engine.max_num_seqs,
+        max_num_batched_tokens=engine.max_num_batched_tokens,
+    )

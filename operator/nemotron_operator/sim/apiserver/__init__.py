@@ -5,8 +5,40 @@ controllers use :class:`Store` directly, and both see one consistent world. See
 ``docs/simulated-cluster.md`` for what it does and what it approximates.
 """
 
-from nemotron_operator.sim.apiserver.errors import ApiError
+from nemotron_operator.sim.apiserver.errors import (
+    AlreadyExistsError,
+    ApiError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+)
+from nemotron_operator.sim.apiserver.faults import Fault, FaultInjector
 from nemotron_operator.sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_operator.sim.apiserver.selectors import match_labels, selector_to_string
+from nemotron_operator.sim.apiserver.server import (
+    ServerThread,
+    SimApiServer,
+    serve_in_thread,
+    write_kubeconfig,
+)
 from nemotron_operator.sim.apiserver.store import Store, WatchEvent
 
-__all__ = ["ApiError", "ResourceInfo", "ResourceKey", "Store", "WatchEvent"]
+__all__ = [
+    "AlreadyExistsError",
+    "ApiError",
+    "ConflictError",
+    "Fault",
+    "FaultInjector",
+    "InvalidError",
+    "NotFoundError",
+    "ResourceInfo",
+    "ResourceKey",
+    "ServerThread",
+    "SimApiServer",
+    "Store",
+    "WatchEvent",
+    "match_labels",
+    "selector_to_string",
+    "serve_in_thread",
+    "write_kubeconfig",
+]

@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nemotron_operator.sim.apiserver import lifecycle
+from nemotron_operator.sim.apiserver.apply import server_side_apply
 from nemotron_operator.sim.apiserver.errors import (
     AlreadyExistsError,
     ApiError,
     ConflictError,
     NotFoundError,
+    bad_request,
 )
 from nemotron_operator.sim.apiserver.objects import meta
 from nemotron_operator.sim.apiserver.patches import copy_obj, merge_patch
@@ -54,6 +56,7 @@ class WatchEvent:
     key: ResourceKey
     obj: dict[str, Any]
     rv: int = 0
+    old: dict[str, Any] | None = None  # the object before a MODIFIED change (read-only)
 
 
 @dataclass
@@ -151,7 +154,7 @@ class Store:
         if name in self._objects.get(key.bucket, {}).get(ns, {}):
             raise AlreadyExistsError(key.plural, key.group, name)
         if self.admission is not None:
-            new = self.admission(info, new, None)
+            new = self.admission(info, copy_obj(new), None)
         new = lifecycle.server_fields(info, new, None)
         if dry_run:
             return new
@@ -187,6 +190,43 @@ class Store:
             new["metadata"] = {**new["metadata"], "resourceVersion": meta(old)["resourceVersion"]}
         return self.update(info, old, new, subresource=subresource, dry_run=dry_run)
 
+    def apply(
+        self,
+        key: ResourceKey,
+        obj: dict[str, Any],
+        *,
+        field_manager: str,
+        force: bool = False,
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply, approximated (see :mod:`.apply`): create or merge by manager."""
+        info = self.info(key)
+        if not field_manager:
+            raise bad_request("PATCH /apply requires fieldManager to be set")
+        md = meta(obj)
+        ns = (md.get("namespace") or "") if info.namespaced else ""
+        current = self._objects.get(key.bucket, {}).get(ns, {}).get(md.get("name", ""))
+        merged = server_side_apply(
+            current,
+            obj,
+            manager=field_manager,
+            force=force,
+            keyed=info.crd_name is None,
+            subresource=subresource,
+            api_version=key.api_version,
+        )
+        if current is None:
+            if subresource is not None:
+                raise NotFoundError(key.plural, key.group, md.get("name", ""))
+            return self.create(key, merged, dry_run=dry_run)
+        if "resourceVersion" not in md:
+            merged["metadata"] = {
+                **merged["metadata"],
+                "resourceVersion": meta(current)["resourceVersion"],
+            }
+        return self.update(info, current, merged, subresource=subresource, dry_run=dry_run)
+
     def update(
         self,
         info: ResourceInfo,
@@ -203,7 +243,7 @@ class Store:
             raise ConflictError(key.plural, key.group, meta(old)["name"])
         new = lifecycle.prepare_update(info, old, new, subresource)
         if self.admission is not None:
-            new = self.admission(info, new, old)
+            new = self.admission(info, copy_obj(new), copy_obj(old))
         new = lifecycle.server_fields(info, new, old)
         if lifecycle.same_content(old, new):
             return copy_obj(old)
@@ -328,7 +368,7 @@ class Store:
         self._objects.setdefault(ref[0], {}).setdefault(ref[1], {})[ref[2]] = new
         self._uids[md["uid"]] = ref
         self._index_owners(ref, old, new)
-        self._emit("ADDED" if old is None else "MODIFIED", info.key, new)
+        self._emit("ADDED" if old is None else "MODIFIED", info.key, new, old)
         if info.key == CRD_KEY:
             self.resources.register_crd(new)
         if md.get("deletionTimestamp") and not md.get("finalizers"):
@@ -358,14 +398,18 @@ class Store:
             self._finish_namespace(ref[1])
         return gone
 
-    def _emit(self, kind: str, key: ResourceKey, obj: dict[str, Any]) -> None:
-        event = WatchEvent(kind, key, obj, self._rv)
+    def _emit(
+        self, kind: str, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None = None
+    ) -> None:
+        event = WatchEvent(kind, key, obj, self._rv, old)
         if len(self._history) == self._history.maxlen:
             self._compacted_rv = self._history[0].rv
         self._history.append(event)
         for sub in self._subscribers:
             if sub.buckets is None or key.bucket in sub.buckets:
-                out = WatchEvent(kind, key, copy_obj(obj), self._rv) if sub.copy else event
+                out = event
+                if sub.copy:
+                    out = WatchEvent(kind, key, copy_obj(obj), self._rv, old and copy_obj(old))
                 sub.queue.put_nowait(out)
 
     def _index_owners(

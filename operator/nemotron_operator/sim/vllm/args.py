@@ -107,14 +107,14 @@ def _unwrap_command(argv: Sequence[str]) -> list[str]:
 
 def _argparse_problem(command: Sequence[str], error: FlagError) -> str:
     """Reword the table's refusal the way argparse words it, keeping the table's reason."""
-    args = command  # the table's error index counts from "vllm"
-    token = args[error.index] if 3 <= error.index < len(args) else ""
+    # The table's error index counts from "vllm"; flags start after MODEL.
+    token = command[error.index] if 3 <= error.index < len(command) else ""
     found = vllm_flags.lookup(token) if token.startswith("-") else None
     if found is None:
         return f"unrecognized arguments: {token or shlex.join(command[3:])} ({error})"
     flag = found[0]
     spelled = "/".join((flag.name, *flag.aliases))
-    value = token.split("=", 1)[1] if "=" in token else _value_after(args, error.index)
+    value = token.split("=", 1)[1] if "=" in token else _value_after(command, error.index)
     if value is None:
         many = flag.kind is Kind.LIST
         return f"argument {spelled}: expected {'at least ' if many else ''}one argument"

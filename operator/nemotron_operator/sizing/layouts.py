@@ -29,8 +29,10 @@ class Candidate:
     explicit_fields: tuple[str, ...]  # spec fields that fixed this layout (for error paths)
 
 
-def expert_parallel_default(model: ModelEntry, gpus: int) -> bool:
-    return model.is_moe and gpus > 1
+def expert_parallel_default(model: ModelEntry, tensor_parallel: int) -> bool:
+    """On for MoE models when TP > 1: the expert-parallel group is the TP ranks (× DP, which is
+    1 here), so with TP 1 — pipeline stages only — the flag would change nothing."""
+    return model.is_moe and tensor_parallel > 1
 
 
 def candidates(model: ModelEntry, gpu: GpuProduct, capacity: CapacitySpec) -> list[Candidate]:
@@ -66,7 +68,7 @@ def candidates(model: ModelEntry, gpu: GpuProduct, capacity: CapacitySpec) -> li
         fields.append("spec.capacity.parallelism.expert")
     out = []
     for t, p in sorted(set(pairs), key=lambda tp: (tp[0] * tp[1], tp[1])):
-        expert = par.expert if par.expert is not None else expert_parallel_default(model, t * p)
+        expert = par.expert if par.expert is not None else expert_parallel_default(model, t)
         out.append(Candidate(Layout(t, p, expert), tuple(fields)))
     return out
 

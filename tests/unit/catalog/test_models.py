@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from nemotron_operator.api import ArchitectureSpec, ParameterCounts
+from nemotron_operator.api import ParameterCounts
 from nemotron_operator.catalog import MODELS, lookup_model, model_from_architecture, sibling
+from tests.unit.sizing.helpers import super_as_architecture
 
 GIB = 1024**3
 SUPER_VL_BF16 = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
@@ -156,38 +157,10 @@ def test_sibling_finds_other_precisions_of_the_same_checkpoint() -> None:
     assert sibling(lookup_model("nvidia/Nemotron-H-8B-Base-8K"), "NVFP4") is None  # type: ignore[arg-type]
 
 
-def _super_as_architecture(**changes: object) -> ArchitectureSpec:
-    entry = lookup_model(SUPER_BF16)
-    assert entry is not None
-    split = entry.parameter_split()
-    fields: dict[str, object] = {
-        "layer_pattern": entry.layer_pattern,
-        "hidden_size": entry.hidden_size,
-        "num_attention_heads": entry.num_attention_heads,
-        "num_key_value_heads": entry.num_key_value_heads,
-        "head_dim": entry.head_dim,
-        "mamba_num_heads": entry.mamba_num_heads,
-        "mamba_head_dim": entry.mamba_head_dim,
-        "ssm_state_size": entry.ssm_state_size,
-        "mamba_n_groups": entry.mamba_n_groups,
-        "n_routed_experts": entry.n_routed_experts,
-        "num_experts_per_tok": entry.num_experts_per_tok,
-        "n_shared_experts": entry.n_shared_experts,
-        "vocab_size": entry.vocab_size,
-        "max_position_embeddings": entry.max_position_embeddings,
-        "mtp_layers": 1,
-        "parameters": ParameterCounts(
-            routed_experts=split.routed_experts, other=split.other, mtp=split.mtp
-        ),
-    }
-    fields.update(changes)
-    return ArchitectureSpec.model_validate(fields)
-
-
 def test_explicit_architecture_of_a_catalog_model_weighs_the_same() -> None:
     entry = lookup_model(SUPER_BF16)
     assert entry is not None
-    explicit = model_from_architecture("example/super-copy", _super_as_architecture())
+    explicit = model_from_architecture("example/super-copy", super_as_architecture())
     assert not explicit.in_catalog
     assert explicit.weights_bytes() == pytest.approx(entry.weights_bytes(), rel=1e-4)
     assert explicit.parameter_split().total == pytest.approx(
@@ -196,7 +169,7 @@ def test_explicit_architecture_of_a_catalog_model_weighs_the_same() -> None:
 
 
 def test_explicit_architecture_with_too_few_parameters_names_the_field() -> None:
-    arch = _super_as_architecture(
+    arch = super_as_architecture(
         parameters=ParameterCounts(routed_experts=112_000_000_000, other=1_000_000)
     )
     with pytest.raises(ValueError, match=r"spec\.model\.architecture\.parameters\.other"):

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.api import EngineSpec, NemotronDeploymentSpec
+from nemotron_operator.api import (
+    ArchitectureSpec,
+    EngineSpec,
+    NemotronDeploymentSpec,
+    ParameterCounts,
+)
 from nemotron_operator.catalog import GpuProduct, ModelEntry, lookup_gpu, lookup_model
 from nemotron_operator.sizing import Layout, LayoutMemory, evaluate, resolve_settings
 
@@ -52,7 +57,33 @@ def layout_memory(
             else {"method": "mtp", "num_speculative_tokens": draft_tokens}
         )
     settings = resolve_settings(EngineSpec.model_validate(engine), entry)
-    layout = Layout(
-        tensor_parallel, pipeline_parallel, entry.is_moe and tensor_parallel * pipeline_parallel > 1
-    )
+    layout = Layout(tensor_parallel, pipeline_parallel, entry.is_moe and tensor_parallel > 1)
     return evaluate(entry, gpu(gpu_name), layout, settings)
+
+
+def super_as_architecture(**changes: object) -> ArchitectureSpec:
+    """Nemotron 3 Super BF16 written as an explicit spec.model.architecture."""
+    entry = model(SUPER_BF16)
+    split = entry.parameter_split()
+    fields: dict[str, object] = {
+        "layer_pattern": entry.layer_pattern,
+        "hidden_size": entry.hidden_size,
+        "num_attention_heads": entry.num_attention_heads,
+        "num_key_value_heads": entry.num_key_value_heads,
+        "head_dim": entry.head_dim,
+        "mamba_num_heads": entry.mamba_num_heads,
+        "mamba_head_dim": entry.mamba_head_dim,
+        "ssm_state_size": entry.ssm_state_size,
+        "mamba_n_groups": entry.mamba_n_groups,
+        "n_routed_experts": entry.n_routed_experts,
+        "num_experts_per_tok": entry.num_experts_per_tok,
+        "n_shared_experts": entry.n_shared_experts,
+        "vocab_size": entry.vocab_size,
+        "max_position_embeddings": entry.max_position_embeddings,
+        "mtp_layers": 1,
+        "parameters": ParameterCounts(
+            routed_experts=split.routed_experts, other=split.other, mtp=split.mtp
+        ),
+    }
+    fields.update(changes)
+    return ArchitectureSpec.model_validate(fields)

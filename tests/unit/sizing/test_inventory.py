@@ -1,0 +1,111 @@
+"""Parsing the cluster's GPU nodes from Node objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemotron_operator.sizing import inventory_from_nodes
+
+
+def node(
+    name: str,
+    product: str | None,
+    gpus: int,
+    *,
+    memory_mib: int | None = None,
+    capability: tuple[int, int] | None = None,
+    ready: bool = True,
+    unschedulable: bool = False,
+) -> dict[str, Any]:
+    """A Node as ``kubectl get nodes -o json`` returns it, with GFD labels."""
+    labels: dict[str, str] = {"kubernetes.io/hostname": name}
+    if product:
+        labels["nvidia.com/gpu.product"] = product
+    if memory_mib is not None:
+        labels["nvidia.com/gpu.memory"] = str(memory_mib)
+    if capability is not None:
+        labels["nvidia.com/gpu.compute.major"] = str(capability[0])
+        labels["nvidia.com/gpu.compute.minor"] = str(capability[1])
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"unschedulable": True} if unschedulable else {},
+        "status": {
+            "allocatable": {"cpu": "96", "nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
+
+
+def pod(node_name: str, gpus: int, phase: str = "Running") -> dict[str, Any]:
+    return {
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+        },
+        "status": {"phase": phase},
+    }
+
+
+def test_gpu_nodes_are_parsed_and_others_skipped() -> None:
+    inventory = inventory_from_nodes(
+        [
+            node("cpu-0", None, 0),
+            node("h200-1", "NVIDIA-H200", 8, memory_mib=143771, capability=(9, 0)),
+            node("h200-0", "NVIDIA-H200", 8, memory_mib=143771, capability=(9, 0)),
+            node("b200-0", "NVIDIA-B200", 8),
+            node("labelled-but-empty", "NVIDIA-L40S", 0),
+        ]
+    )
+    assert [n.name for n in inventory.nodes] == ["b200-0", "h200-0", "h200-1"]
+    assert inventory.products() == ("NVIDIA-H200", "NVIDIA-B200")
+    h200 = inventory.nodes_of("NVIDIA-H200")[0]
+    assert (h200.gpus, h200.free_gpus, h200.memory_mib) == (8, 8, 143771)
+    assert h200.compute_capability == (9, 0)
+
+
+def test_free_gpus_subtract_running_pods_only() -> None:
+    inventory = inventory_from_nodes(
+        [node("h200-0", "NVIDIA-H200", 8), node("h200-1", "NVIDIA-H200", 8)],
+        pods=[pod("h200-0", 4), pod("h200-0", 2), pod("h200-1", 8, phase="Succeeded")],
+    )
+    free = {n.name: n.free_gpus for n in inventory.nodes}
+    assert free == {"h200-0": 2, "h200-1": 8}
+    assert inventory.free_nodes("NVIDIA-H200", 4) == 1
+    assert inventory.free_nodes("NVIDIA-H200", 2) == 2
+
+
+def test_unready_and_cordoned_nodes_offer_no_free_capacity() -> None:
+    inventory = inventory_from_nodes(
+        [
+            node("a", "NVIDIA-H200", 8, ready=False),
+            node("b", "NVIDIA-H200", 8, unschedulable=True),
+            node("c", "NVIDIA-H200", 8),
+        ]
+    )
+    assert inventory.free_nodes("NVIDIA-H200", 8) == 1
+
+
+def test_catalog_products_take_the_cluster_s_gpus_per_node() -> None:
+    inventory = inventory_from_nodes([node("h100-0", "NVIDIA-H100-80GB-HBM3", 4)])
+    gpu = inventory.gpu_product("NVIDIA-H100-80GB-HBM3")
+    assert gpu is not None
+    assert gpu.gpus_per_node == 4
+    assert gpu.memory_mib == 81559  # from the catalog
+
+
+def test_unknown_products_are_built_from_the_labels() -> None:
+    inventory = inventory_from_nodes(
+        [node("x", "NVIDIA-H20", 8, memory_mib=97871, capability=(9, 0))]
+    )
+    gpu = inventory.gpu_product("NVIDIA-H20")
+    assert gpu is not None
+    assert gpu.memory_mib == 97871
+    assert gpu.fp8
+    assert not gpu.fp4
+
+
+def test_unknown_product_without_memory_label_cannot_be_planned() -> None:
+    inventory = inventory_from_nodes([node("x", "NVIDIA-Mystery", 8)])
+    assert inventory.gpu_product("NVIDIA-Mystery") is None

@@ -63,9 +63,11 @@ class SimApiServer:
         app = web.Application(client_max_size=_MAX_BODY)
         app.router.add_route("*", "/{tail:.*}", self.handler.handle)
         # Handlers are cancelled when a client goes away, so abandoned watches end at once.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, shutdown_timeout=1.0)
+        site = web.TCPSite(runner, self.host, self.port)
         await site.start()
         self._runner = runner
         server = site._server

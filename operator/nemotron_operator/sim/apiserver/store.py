@@ -315,6 +315,10 @@ class Store:
         self._subscribers.append(_Subscriber(queue, buckets, copy))
         return queue
 
+    def watchers_for(self, key: ResourceKey) -> int:
+        """Open subscriptions (HTTP watches included) that receive changes of ``key``."""
+        return sum(1 for s in self._subscribers if s.buckets is None or key.bucket in s.buckets)
+
     def unsubscribe(self, queue: asyncio.Queue[WatchEvent]) -> None:
         self._subscribers = [s for s in self._subscribers if s.queue is not queue]
 

@@ -177,5 +177,8 @@ def build_nodes(
     nodes: list[dict[str, Any]] = []
     for group in groups:
         facts = facts_for(group.product)
-        nodes.extend(build_node(group, index, facts, allocate_ip()) for index in range(group.nodes))
+        nodes.extend(
+            build_node(group, index, facts, allocate_ip(), kubelet_version)
+            for index in range(group.nodes)
+        )
     return nodes

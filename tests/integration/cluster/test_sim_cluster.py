@@ -1,0 +1,200 @@
+"""The simulated cluster over HTTP, as kubectl and the operator see it, and its entry points."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nemotron_operator.sim.controllers.kinds import PODS
+from tests.integration.cluster.manifests import vllm_statefulset
+from tests.integration.conftest import SimClusterHandle, kubectl_binary
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_kubectl_sees_gpu_nodes_with_feature_discovery_labels(
+    sim_cluster: SimClusterHandle,
+) -> None:
+    nodes = json.loads(sim_cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    by_name = {n["metadata"]["name"]: n for n in nodes}
+    assert sorted(by_name) == ["sim-b200-0", "sim-h200-0", "sim-h200-1"]
+    b200 = by_name["sim-b200-0"]
+    assert b200["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-B200"
+    assert b200["metadata"]["labels"]["nvidia.com/gpu.memory"] == "183359"
+    assert b200["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert sim_cluster.gpu_inventory() == "NVIDIA-H200:8x2,NVIDIA-B200:8x1"
+
+
+@pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-L40S:4x1"}], indirect=True)
+def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
+    sim_cluster: SimClusterHandle,
+) -> None:
+    manifest = yaml.safe_dump(vllm_statefulset("huge", gpus=8))
+    sim_cluster.kubectl("apply", "-f", "-", input=manifest)
+
+    def reason() -> str:
+        result = sim_cluster.kubectl(
+            "get",
+            "pod",
+            "huge-0",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='PodScheduled')].message}",
+            check=False,
+        )
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    message = sim_cluster.wait_until(reason, what="a PodScheduled message")
+    assert message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    phase = sim_cluster.kubectl("get", "pod", "huge-0", "-o", "jsonpath={.status.phase}")
+    assert phase.stdout == "Pending"
+
+
+def test_a_rendered_example_becomes_ready_and_answers_through_its_service(
+    sim_cluster: SimClusterHandle, tmp_path: Path
+) -> None:
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(sim_cluster.kubectl("get", "nodes", "-o", "yaml").stdout)
+    rendered = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nemotron_operator.cli",
+            "render",
+            "-f",
+            str(ROOT / "examples" / "nano-bf16.yaml"),
+            "--gpu-inventory",
+            str(nodes),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai"}}
+    sim_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(namespace))
+    sim_cluster.kubectl("apply", "-f", "-", input=rendered)
+    sim_cluster.wait_until(lambda: sim_cluster.ready_replicas("ai", "nano") == 1, what="Ready")
+    (pod,) = sim_cluster.list(PODS, "ai", "app.kubernetes.io/instance=nano")
+    service = json.loads(sim_cluster.kubectl("get", "svc", "nano", "-n", "ai", "-o", "json").stdout)
+    base = f"http://{service['spec']['clusterIP']}:{service['spec']['ports'][0]['port']}"
+    answer = post_json(
+        f"{base}/v1/chat/completions",
+        {
+            "model": "nano",
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 8,
+        },
+    )
+    assert answer["usage"]["completion_tokens"] == 8
+    with urllib.request.urlopen(f"http://{pod['status']['podIP']}:8000/metrics", timeout=10) as r:
+        metrics = r.read().decode()
+    assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 8.0' in metrics
+
+
+def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    assert url.startswith("http://127.")  # loopback only
+    request = urllib.request.Request(  # noqa: S310 - an http:// loopback URL, checked above
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        answer: dict[str, Any] = json.load(response)
+    return answer
+
+
+def test_the_command_serves_until_sigterm(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nemotron_operator.sim",
+            "--nodes",
+            "NVIDIA-B200:8x1",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            lines.append(line)
+            if "SIMULATED cluster ready" in line or not line:
+                break
+        assert any("SIMULATED cluster ready" in line for line in lines), lines
+        assert any("API server: http://127.0.0.1:" in line for line in lines)
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(tmp_path / "c")}
+        names = subprocess.run(
+            [kubectl_binary(), "get", "nodes", "-o", "name"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=30,
+            check=True,
+        ).stdout
+        assert names.split() == ["node/sim-b200-0"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_the_command_refuses_an_unknown_gpu(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nemotron_operator.sim",
+            "--nodes",
+            "NVIDIA-X999:8x1",
+            "--kubeconfig",
+            str(tmp_path / "kubeconfig"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "unknown GPU product 'NVIDIA-X999'" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_demo_runs_end_to_end() -> None:
+    env = {**os.environ, "DEMO_LOAD_SECONDS": "0.5", "DEMO_TIMEOUT": "60"}
+    result = subprocess.run(
+        [str(ROOT / "hack" / "demo.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "SIMULATION" in out
+    assert "Chosen    NVIDIA-B200" in out or "GPU: NVIDIA-B200" in out
+    assert "statefulset.apps/nano created" in out
+    assert "pod/nano-0 condition met" in out
+    assert "content:" in out
+    assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
+    assert "Done: stopping the SIMULATED cluster" in out

@@ -113,6 +113,13 @@ def _structural_problems(model: ModelEntry, gpu: GpuProduct, layout: Layout) -> 
         yield f"TP {t} does not divide the MLP width {dims.intermediate_size}"
     if p > model.num_hidden_layers:
         yield f"PP {p} exceeds the {model.num_hidden_layers} layers"
+    gpus = t * p
+    nodes = -(-gpus // gpu.gpus_per_node)
+    if nodes > 1 and (gpus % nodes or (gpus // nodes) % t):
+        yield (
+            f"{gpus} GPUs on {nodes} nodes of {gpu.gpus_per_node} would split a TP {t} group "
+            "across nodes (vLLM places ranks evenly, node by node)"
+        )
 
 
 def precision_problem(model: ModelEntry, gpu: GpuProduct) -> str | None:

@@ -201,6 +201,16 @@ def choose(found: Search) -> Evaluation:
     tried = list(found.evaluations)
     kinds = {e.kind for e in tried}
     rejected = [e.rejected() for e in tried]
+    if not tried:
+        raise PlanningError(
+            errors.INVALID_PARALLELISM,
+            "spec.capacity.gpu.count cannot be split into a power-of-two tensor-parallel size "
+            "times spec.capacity.parallelism.pipeline; make gpu.count equal tensor × pipeline",
+            field="spec.capacity.gpu.count",
+        )
+    if "memory" not in kinds and "parallelism" in kinds:
+        kinds = {"parallelism"}
+        tried = [e for e in tried if e.kind == "parallelism"]
     if kinds == {"precision"}:
         raise PlanningError(
             errors.UNSUPPORTED_PRECISION,

@@ -250,3 +250,20 @@ def test_the_catalog_model_is_on_the_result() -> None:
     result = plan_deployment(spec(H8B))
     assert result.model is lookup_model(H8B)
     assert result.gpu.name == result.plan.gpu_product
+
+
+def test_gpu_count_that_no_layout_can_split_names_the_count() -> None:
+    error = planning_error(SUPER_BF16, capacity={"gpu": {"count": 8}, "parallelism": {"tensor": 3}})
+    assert error.reason == "InvalidParallelism"
+    assert error.field == "spec.capacity.gpu.count"
+
+
+def test_tensor_groups_never_straddle_nodes() -> None:
+    # 12 GPUs on 8-GPU nodes: 6 per node, so TP 4 would split a group across the two nodes.
+    result = plan_deployment(spec(SUPER_BF16, capacity={"gpu": {"count": 12, "products": [H100]}}))
+    plan = result.plan
+    assert plan.gpus_per_replica == 12
+    assert (12 // plan.nodes_per_replica) % plan.tensor_parallel == 0
+    straddling = [r for r in plan.rejected if r.tensor_parallel == 4]
+    assert straddling
+    assert "split a TP 4 group across nodes" in straddling[0].reason

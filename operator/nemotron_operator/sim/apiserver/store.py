@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from nemotron_operator.sim.apiserver import lifecycle
 from nemotron_operator.sim.apiserver.apply import server_side_apply
+from nemotron_operator.sim.apiserver.collector import Bucket, GarbageCollection, Ref
 from nemotron_operator.sim.apiserver.errors import (
     AlreadyExistsError,
     ApiError,
@@ -25,6 +25,7 @@ from nemotron_operator.sim.apiserver.errors import (
     NotFoundError,
     bad_request,
 )
+from nemotron_operator.sim.apiserver.events import EventLog, WatchEvent
 from nemotron_operator.sim.apiserver.objects import meta
 from nemotron_operator.sim.apiserver.patches import copy_obj, merge_patch
 from nemotron_operator.sim.apiserver.resources import (
@@ -40,34 +41,16 @@ from nemotron_operator.sim.apiserver.selectors import (
     parse_label_selector,
 )
 
-Bucket = tuple[str, str]
-Ref = tuple[Bucket, str, str]  # (bucket, namespace or "", name)
 # (resource, proposed object, stored object or None) → the object to store (defaulted)
 Admission = Callable[[ResourceInfo, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
+
+__all__ = ["DEFAULT_NAMESPACES", "Admission", "Store", "WatchEvent"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-@dataclass(frozen=True)
-class WatchEvent:
-    """``type`` is ADDED, MODIFIED or DELETED; ``obj`` is the object after the change."""
-
-    type: str
-    key: ResourceKey
-    obj: dict[str, Any]
-    rv: int = 0
-    old: dict[str, Any] | None = None  # the object before a MODIFIED change (read-only)
-
-
 @dataclass
-class _Subscriber:
-    queue: asyncio.Queue[WatchEvent]
-    buckets: frozenset[Bucket] | None
-    copy: bool
-
-
-@dataclass
-class Store:
+class Store(GarbageCollection):
     """Objects indexed by resource and namespace, with watch history and garbage collection."""
 
     resources: Registry = field(default_factory=Registry.builtin)
@@ -77,12 +60,10 @@ class Store:
     _uids: dict[str, Ref] = field(default_factory=dict)
     _dependents: dict[str, set[Ref]] = field(default_factory=dict)
     _rv: int = 0
-    _history: deque[WatchEvent] = field(init=False)
-    _compacted_rv: int = 0
-    _subscribers: list[_Subscriber] = field(default_factory=list)
+    _log: EventLog = field(init=False)
 
     def __post_init__(self) -> None:
-        self._history = deque(maxlen=self.history_size)
+        self._log = EventLog(self.history_size)
         for name in DEFAULT_NAMESPACES:
             self.create(NAMESPACE_KEY, {"metadata": {"name": name}})
 
@@ -151,10 +132,10 @@ class Store:
         ns, name = meta(new).get("namespace", ""), new["metadata"]["name"]
         if info.namespaced:
             self._require_namespace(ns)
+        if self.admission is not None:  # validation comes before the existence check
+            new = self.admission(info, copy_obj(new), None)
         if name in self._objects.get(key.bucket, {}).get(ns, {}):
             raise AlreadyExistsError(key.plural, key.group, name)
-        if self.admission is not None:
-            new = self.admission(info, copy_obj(new), None)
         new = lifecycle.server_fields(info, new, None)
         if dry_run:
             return new
@@ -310,32 +291,19 @@ class Store:
 
         With ``copy=False`` the events carry the stored objects themselves: read-only.
         """
-        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
-        buckets = None if keys is None else frozenset(k.bucket for k in keys)
-        self._subscribers.append(_Subscriber(queue, buckets, copy))
-        return queue
+        return self._log.subscribe(keys, copy=copy)
+
+    def unsubscribe(self, queue: asyncio.Queue[WatchEvent]) -> None:
+        self._log.unsubscribe(queue)
 
     def watchers_for(self, key: ResourceKey) -> int:
         """Open subscriptions (HTTP watches included) that receive changes of ``key``."""
-        return sum(1 for s in self._subscribers if s.buckets is None or key.bucket in s.buckets)
-
-    def unsubscribe(self, queue: asyncio.Queue[WatchEvent]) -> None:
-        self._subscribers = [s for s in self._subscribers if s.queue is not queue]
+        return self._log.watchers_for(key)
 
     def events_since(self, rv: int, key: ResourceKey) -> builtins.list[WatchEvent] | None:
         """Recorded events of one resource after ``rv``; ``None`` if history no longer reaches
         back that far (the caller answers 410 Gone)."""
-        if rv < self._compacted_rv:
-            return None
-        return [e for e in self._events_after(rv) if e.key.bucket == key.bucket]
-
-    def _events_after(self, rv: int) -> Iterator[WatchEvent]:
-        # Newest last: walk back to the first event after rv, then forward.
-        start = len(self._history)
-        while start > 0 and self._history[start - 1].rv > rv:
-            start -= 1
-        for index in range(start, len(self._history)):
-            yield self._history[index]
+        return self._log.since(rv, key)
 
     # --- internals --------------------------------------------------------------------------
 
@@ -372,7 +340,7 @@ class Store:
         self._objects.setdefault(ref[0], {}).setdefault(ref[1], {})[ref[2]] = new
         self._uids[md["uid"]] = ref
         self._index_owners(ref, old, new)
-        self._emit("ADDED" if old is None else "MODIFIED", info.key, new, old)
+        self._log.emit("ADDED" if old is None else "MODIFIED", info.key, new, self._rv, old)
         if info.key == CRD_KEY:
             self.resources.register_crd(new)
         if md.get("deletionTimestamp") and not md.get("finalizers"):
@@ -391,7 +359,7 @@ class Store:
         gone = {**obj, "metadata": {**md, "resourceVersion": str(self._rv)}}
         self._uids.pop(md["uid"], None)
         self._index_owners(ref, obj, None)
-        self._emit("DELETED", info.key, gone)
+        self._log.emit("DELETED", info.key, gone, self._rv)
         if info.key == CRD_KEY:
             self._drop_crd_objects(obj)
         for ref_dep in list(self._dependents.pop(md["uid"], ())):
@@ -401,103 +369,6 @@ class Store:
         if ref[1]:
             self._finish_namespace(ref[1])
         return gone
-
-    def _emit(
-        self, kind: str, key: ResourceKey, obj: dict[str, Any], old: dict[str, Any] | None = None
-    ) -> None:
-        event = WatchEvent(kind, key, obj, self._rv, old)
-        if len(self._history) == self._history.maxlen:
-            self._compacted_rv = self._history[0].rv
-        self._history.append(event)
-        for sub in self._subscribers:
-            if sub.buckets is None or key.bucket in sub.buckets:
-                out = event
-                if sub.copy:
-                    out = WatchEvent(kind, key, copy_obj(obj), self._rv, old and copy_obj(old))
-                sub.queue.put_nowait(out)
-
-    def _index_owners(
-        self, ref: Ref, old: dict[str, Any] | None, new: dict[str, Any] | None
-    ) -> None:
-        for owner in meta(old or {}).get("ownerReferences") or []:
-            self._dependents.get(owner.get("uid", ""), set()).discard(ref)
-        for owner in meta(new or {}).get("ownerReferences") or []:
-            self._dependents.setdefault(owner.get("uid", ""), set()).add(ref)
-
-    def _lookup(self, ref: Ref) -> tuple[ResourceInfo, dict[str, Any]] | None:
-        obj = self._objects.get(ref[0], {}).get(ref[1], {}).get(ref[2])
-        info = self.resources.storage_info(ref[0])
-        return None if obj is None or info is None else (info, obj)
-
-    def _delete_ref(self, ref: Ref, propagation: str = "Background") -> None:
-        found = self._lookup(ref)
-        if found is not None:
-            info = found[0]
-            self.delete(info.key, ref[1], ref[2], propagation=propagation)
-
-    def _collect_if_orphaned(self, ref: Ref) -> None:
-        """The garbage collector: delete a dependent once none of its owners exists."""
-        found = self._lookup(ref)
-        if found is None:
-            return
-        owners = meta(found[1]).get("ownerReferences") or []
-        if not any(o.get("uid") in self._uids for o in owners):
-            self._delete_ref(ref)
-
-    def _orphan_dependents(self, uid: str) -> None:
-        for ref in list(self._dependents.get(uid, ())):
-            found = self._lookup(ref)
-            if found is None:
-                continue
-            info, obj = found
-            refs = [o for o in meta(obj).get("ownerReferences") or [] if o.get("uid") != uid]
-            new = {**obj, "metadata": {**meta(obj), "ownerReferences": refs}}
-            if not refs:
-                del new["metadata"]["ownerReferences"]
-            self._commit(info, new, obj)
-
-    def _finish_foreground(self, uid: str) -> None:
-        ref = self._uids.get(uid)
-        found = None if ref is None else self._lookup(ref)
-        if found is None:
-            return
-        info, owner = found
-        finalizers = meta(owner).get("finalizers") or []
-        if "foregroundDeletion" in finalizers and not self._dependents.get(uid):
-            rest = [f for f in finalizers if f != "foregroundDeletion"]
-            self._commit(info, {**owner, "metadata": {**meta(owner), "finalizers": rest}}, owner)
-
-    def _delete_namespace(self, info: ResourceInfo, ns_obj: dict[str, Any]) -> dict[str, Any]:
-        name = meta(ns_obj)["name"]
-        if not meta(ns_obj).get("deletionTimestamp"):
-            marked = lifecycle.mark_deleted(ns_obj, list(meta(ns_obj).get("finalizers") or []))
-            marked["status"] = {"phase": "Terminating"}
-            self._commit(info, marked, ns_obj)
-        for bucket, spaces in list(self._objects.items()):
-            for obj_name in list(spaces.get(name, {})):
-                self._delete_ref((bucket, name, obj_name))
-        self._finish_namespace(name)
-        return self._current(info, ns_obj)
-
-    def _finish_namespace(self, name: str) -> None:
-        ns_obj = self._objects.get(NAMESPACE_KEY.bucket, {}).get("", {}).get(name)
-        if ns_obj is None or not meta(ns_obj).get("deletionTimestamp"):
-            return
-        if any(name in spaces for bucket, spaces in self._objects.items()):
-            return
-        if not meta(ns_obj).get("finalizers"):
-            info = self.info(NAMESPACE_KEY)
-            self._remove(info, ns_obj)
-
-    def _drop_crd_objects(self, crd: dict[str, Any]) -> None:
-        spec = crd.get("spec") or {}
-        bucket = (spec.get("group", ""), (spec.get("names") or {}).get("plural", ""))
-        for ns, objects in list(self._objects.get(bucket, {}).items()):
-            for name in list(objects):
-                found = self._lookup((bucket, ns, name))
-                if found is not None:
-                    self._remove(found[0], found[1])
-        self.resources.unregister_crd(meta(crd)["name"])
 
 
 def _predicate(label_selector: str | None, field_selector: str | None) -> Predicate | None:

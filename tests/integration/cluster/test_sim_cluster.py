@@ -198,3 +198,55 @@ def test_the_demo_runs_end_to_end() -> None:
     assert "content:" in out
     assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
     assert "Done: stopping the SIMULATED cluster" in out
+
+
+@pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)
+def test_a_multi_node_replica_runs_leader_and_headless_worker(
+    sim_cluster: SimClusterHandle, tmp_path: Path
+) -> None:
+    """Two GPUs per node force TP 2 x PP 2 across two nodes: leader + worker StatefulSets."""
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(sim_cluster.kubectl("get", "nodes", "-o", "yaml").stdout)
+    rendered = subprocess.run(
+        [sys.executable, "-m", "nemotron_operator.cli", "render",
+         "-f", str(ROOT / "examples" / "super-vl-bf16-h200.yaml"), "--gpu-inventory", str(nodes)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    # This test is about the workload; the PodMonitor belongs to the monitoring tests.
+    documents = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] != "PodMonitor"]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai"}}
+    sim_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([namespace, *documents]))
+    # The example pins a zone; pods wait Unschedulable until the nodes carry it.
+    sim_cluster.wait_until(
+        lambda: "didn't match Pod's node affinity/selector" in sim_cluster.kubectl(
+            "get", "pod", "super-vl-bf16-0-0", "-n", "ai", "-o",
+            "jsonpath={.status.conditions[0].message}", check=False,
+        ).stdout,
+        what="the zone selector to keep the leader pending",
+    )  # fmt: skip
+    sim_cluster.kubectl("label", "nodes", "--all", "topology.kubernetes.io/zone=us-east-1a")
+    statefulsets = ["super-vl-bf16-0", "super-vl-bf16-0-w", "super-vl-bf16-1", "super-vl-bf16-1-w"]
+    sim_cluster.wait_until(
+        lambda: all(sim_cluster.ready_replicas("ai", s) == 1 for s in statefulsets),
+        what="leaders and workers Ready",
+    )
+    pods = {p["metadata"]["name"]: p for p in sim_cluster.list(PODS, "ai")}
+    # The worker StatefulSet starts at ordinal 1, so its pod's index is its node rank.
+    assert sorted(pods) == [
+        "super-vl-bf16-0-0",
+        "super-vl-bf16-0-w-1",
+        "super-vl-bf16-1-0",
+        "super-vl-bf16-1-w-1",
+    ]
+    assert len({p["spec"]["nodeName"] for p in pods.values()}) == 4
+    stub = sim_cluster.call(lambda c: c.stub("ai", "super-vl-bf16-0-w-1"))
+    assert stub is None  # a worker rank serves no API
+    service = json.loads(
+        sim_cluster.kubectl("get", "svc", "super-vl-bf16", "-n", "ai", "-o", "json").stdout
+    )
+    base = f"http://{service['spec']['clusterIP']}:8000"
+    answer = post_json(f"{base}/v1/chat/completions", {
+        "model": "nemotron-super-vl", "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 4,
+    })  # fmt: skip
+    assert answer["model"] == "nemotron-super-vl"

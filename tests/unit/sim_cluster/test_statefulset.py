@@ -152,3 +152,14 @@ def test_failed_pods_are_replaced() -> None:
     pod = build_pod(sts, 0, update_revision(sts))
     pod["status"] = {"phase": "Failed"}
     assert reconcile(sts, [pod], {"cache-web-0"}).delete_pods == ["web-0"]
+
+
+def test_start_ordinal_names_pods_from_it() -> None:
+    sts = statefulset(replicas=2, ordinals={"start": 1}, podManagementPolicy="Parallel")
+    actions = reconcile(sts, [], set())
+    assert [p["metadata"]["name"] for p in actions.create_pods] == ["web-1", "web-2"]
+    assert actions.create_pods[0]["metadata"]["labels"]["apps.kubernetes.io/pod-index"] == "1"
+    rev = update_revision(sts)
+    stray = ready(build_pod(sts, 0, rev))
+    pods = [stray, *(ready(p) for p in actions.create_pods)]
+    assert reconcile(sts, pods, {"cache-web-1", "cache-web-2"}).delete_pods == ["web-0"]

@@ -29,13 +29,14 @@ from nemotron_operator.sim.apiserver.store import Store, WatchEvent
 from nemotron_operator.sim.controllers.ipam import LoopbackPool
 from nemotron_operator.sim.controllers.kinds import PODS
 from nemotron_operator.sim.controllers.pod_status import ContainerState, PodModel
+from nemotron_operator.sim.controllers.podenv import expanded_argv
 from nemotron_operator.sim.controllers.runtime import (
     EventRecorder,
     involved,
     log,
     now_rfc3339,
 )
-from nemotron_operator.sim.vllm import StubVllm, StubVllmArgumentError
+from nemotron_operator.sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -63,10 +64,6 @@ def is_vllm_serve(argv: list[str]) -> bool:
         if words[:1] == ["exec"]:
             words = words[1:]
     return len(words) >= 2 and os.path.basename(words[0]) == "vllm" and words[1] == "serve"
-
-
-def container_argv(container: Mapping[str, Any]) -> list[str]:
-    return [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
 
 
 def resolve_port(port: Any, container: Mapping[str, Any]) -> int | None:
@@ -164,9 +161,13 @@ class Kubelet:
 
     async def _run(self, running: _RunningPod, pod: dict[str, Any], host_ip: str) -> None:
         containers = (pod.get("spec") or {}).get("containers") or []
+        running.pod_ip = self._allocate_ip(_serving_ports(pod, containers))
+        # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
+        seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
+                                  "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
         for container in containers:
-            argv = container_argv(container)
+            argv = expanded_argv(seen, container)
             if is_vllm_serve(argv):
                 try:
                     stubs[container["name"]] = StubVllm(
@@ -174,10 +175,6 @@ class Kubelet:
                     )
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
-        ports = [
-            s.config.port for s in stubs.values() if isinstance(s, StubVllm) and not s.is_worker
-        ]
-        running.pod_ip = self._allocate_ip(ports)
         model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())
         try:
             await self._lifecycle(running, pod, model, stubs)
@@ -280,6 +277,20 @@ class Kubelet:
     def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:
         with contextlib.suppress(ApiError):
             self._recorder.record(COMPONENT, involved(pod, "v1", "Pod"), reason, text)
+
+
+def _serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> list[int]:
+    """Ports the pod's stand-in vLLMs will listen on (checked free before the IP is taken)."""
+    ports = []
+    for container in containers:
+        argv = expanded_argv(pod, container)
+        if not is_vllm_serve(argv):
+            continue
+        with contextlib.suppress(StubVllmArgumentError):
+            config = parse_serve_argv(argv)
+            if not config.is_worker:
+                ports.append(config.port)
+    return ports
 
 
 def _can_bind(address: str, port: int) -> bool:

@@ -33,6 +33,13 @@ class Actions:
     status: dict[str, Any] = field(default_factory=dict)
 
 
+def wanted_ordinals(sts: Mapping[str, Any]) -> range:
+    """``spec.ordinals.start`` .. start + replicas - 1 (StatefulSetStartOrdinal, GA in 1.31)."""
+    spec = sts.get("spec") or {}
+    start = int((spec.get("ordinals") or {}).get("start", 0))
+    return range(start, start + int(spec.get("replicas", 1)))
+
+
 def update_revision(sts: Mapping[str, Any]) -> str:
     template = sts.get("spec", {}).get("template", {})
     digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
@@ -164,8 +171,8 @@ class _Pass:
         return spec
 
     @property
-    def replicas(self) -> int:
-        return int(self.spec.get("replicas", 1))
+    def ordinals(self) -> range:
+        return wanted_ordinals(self.sts)
 
     @property
     def ordered(self) -> bool:
@@ -184,7 +191,7 @@ def reconcile(
             by_ordinal[ordinal] = pod
     step = _Pass(sts, by_ordinal, update_revision(sts))
     healthy = _create_missing(step, existing_claims)
-    condemned = sorted((o for o in by_ordinal if o >= step.replicas), reverse=True)
+    condemned = sorted((o for o in by_ordinal if o not in step.ordinals), reverse=True)
     if condemned and (healthy or not step.ordered):
         doomed = condemned[:1] if step.ordered else condemned
         step.actions.delete_pods.extend(
@@ -192,7 +199,7 @@ def reconcile(
         )
     elif healthy and not condemned:
         _roll_one(step)
-    step.actions.status = _status(sts, by_ordinal, step.replicas, step.revision)
+    step.actions.status = _status(sts, by_ordinal, len(step.ordinals), step.revision)
     return step.actions
 
 
@@ -200,7 +207,7 @@ def _create_missing(step: _Pass, existing_claims: set[str]) -> bool:
     """Queue pods (and their claims) for missing ordinals; True when all wanted pods are ready."""
     actions = step.actions
     healthy = True
-    for ordinal in range(step.replicas):
+    for ordinal in step.ordinals:
         pod = step.by_ordinal.get(ordinal)
         if pod is not None and (pod.get("status") or {}).get("phase") == "Failed":
             # A failed pod is deleted and recreated, as the real controller does.
@@ -226,7 +233,9 @@ def _roll_one(step: _Pass) -> None:
     if strategy.get("type", "RollingUpdate") != "RollingUpdate":
         return  # OnDelete: pods are replaced only when someone deletes them
     partition = int((strategy.get("rollingUpdate") or {}).get("partition", 0))
-    for ordinal in range(step.replicas - 1, partition - 1, -1):
+    for ordinal in reversed(step.ordinals):
+        if ordinal < partition:
+            return
         if _revision(step.by_ordinal[ordinal]) != step.revision:
             step.actions.delete_pods.append(f"{step.name}-{ordinal}")
             return

@@ -72,13 +72,13 @@ class StatefulSetController:
         if sts["metadata"].get("deletionTimestamp"):
             return
         spec = sts.get("spec") or {}
-        replicas = int(spec.get("replicas", 1))
-        names = self._owned.get(key, set()) | {f"{name}-{i}" for i in range(replicas)}
+        ordinals = statefulset.wanted_ordinals(sts)
+        names = self._owned.get(key, set()) | {f"{name}-{i}" for i in ordinals}
         pods = [p for n in sorted(names) if (p := self._store.peek(PODS, namespace, n))]
         claims = {
             claim
             for template in spec.get("volumeClaimTemplates") or []
-            for i in range(replicas)
+            for i in ordinals
             if self._store.peek(
                 CLAIMS,
                 namespace,

@@ -24,7 +24,10 @@ def build_pod_monitor(deployment: NemotronDeployment, names: Names) -> dict[str,
             "name": names.pod_monitor,
             "namespace": names.namespace,
             # The user's labels are how their Prometheus selects monitors; ours win on conflict.
-            "labels": {**monitor.labels, **n.labels(names, n.COMPONENT_MONITORING)},
+            "labels": {
+                **dict(sorted(monitor.labels.items())),
+                **n.labels(names, n.COMPONENT_MONITORING),
+            },
         },
         "spec": {
             "selector": {"matchLabels": n.serving_selector(names, n.ROLE_LEADER)},

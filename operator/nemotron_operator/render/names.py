@@ -159,3 +159,9 @@ def serving_selector(
     if replica is not None:
         selector[REPLICA] = str(replica)
     return selector
+
+
+def leader_selector_string(names: Names) -> str:
+    """The serving leaders as a label selector string (``status.selector`` for the scale
+    subresource: one pod per replica)."""
+    return ",".join(f"{k}={v}" for k, v in serving_selector(names, ROLE_LEADER).items())

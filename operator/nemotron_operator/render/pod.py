@@ -50,6 +50,15 @@ CPU_BASE, CPU_PER_GPU = 2, 2
 MEMORY_BASE_GIB, MEMORY_PER_GPU_GIB = 16, 8
 
 
+def sorted_keys(value: Any) -> Any:
+    """``value`` with every mapping's keys in sorted order (list order is kept: it can matter)."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value
+
+
 def startup_budget_seconds(weight_bytes: int) -> int:
     return STARTUP_WARMUP_SECONDS + math.ceil(weight_bytes / LOAD_BYTES_PER_SECOND)
 
@@ -221,7 +230,10 @@ def build_pod_template(
         "enableServiceLinks": False,
         "securityContext": pod_security_context(),
         "terminationGracePeriodSeconds": 60,
-        "nodeSelector": {**spec.scheduling.node_selector, GPU_PRODUCT_LABEL: plan.gpu_product},
+        # Sorted: the output must not depend on the order of keys in the user's YAML.
+        "nodeSelector": dict(
+            sorted({**spec.scheduling.node_selector, GPU_PRODUCT_LABEL: plan.gpu_product}.items())
+        ),
         "tolerations": _tolerations(deployment),
     }
     if download is not None:
@@ -238,7 +250,7 @@ def build_pod_template(
     ]
     pod["volumes"] = _volumes(deployment, names, gpus)
     if spec.scheduling.affinity is not None:
-        pod["affinity"] = spec.scheduling.affinity
+        pod["affinity"] = sorted_keys(spec.scheduling.affinity)
     if spec.scheduling.priority_class_name is not None:
         pod["priorityClassName"] = spec.scheduling.priority_class_name
     return {

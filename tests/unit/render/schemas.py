@@ -1,0 +1,198 @@
+"""Validation of rendered objects.
+
+Built-in kinds: kubernetes-validate (the Kubernetes OpenAPI schemas, strict: unknown fields fail)
+for the oldest and newest Kubernetes versions the operator supports. It has no schema for
+CRD-backed kinds, so the Karpenter NodePool and the Prometheus Operator PodMonitor are checked
+against the subsets of their CRD schemas below, written from karpenter.sh/v1
+(kubernetes-sigs/karpenter ``pkg/apis/crds/karpenter.sh_nodepools.yaml``, v1.0+) and
+monitoring.coreos.com/v1 (prometheus-operator ``PodMonitor``). They are closed
+(``additionalProperties: false``) at every level the renderer writes, so a misspelled field fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import kubernetes_validate
+
+# Oldest: CRD validation rules (CEL) and StatefulSet start ordinals are on by default from 1.29;
+# newest: the last schema kubernetes-validate ships.
+KUBERNETES_VERSIONS = ("1.29.0", "1.37.0")
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE])?$"
+_LABEL_KEY = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+
+def _closed(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+_METADATA_CLUSTER = _closed(
+    {
+        "name": {"type": "string", "maxLength": 253, "pattern": _DNS_SUBDOMAIN},
+        "labels": _STRING_MAP,
+        "annotations": _STRING_MAP,
+    },
+    ("name",),
+)
+_METADATA_NAMESPACED = _closed(
+    {
+        **_METADATA_CLUSTER["properties"],
+        "namespace": {"type": "string"},
+        "ownerReferences": {"type": "array"},
+    },
+    ("name", "namespace"),
+)
+
+NODE_POOL_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "karpenter.sh/v1"},
+        "kind": {"const": "NodePool"},
+        "metadata": _METADATA_CLUSTER,
+        "spec": _closed(
+            {
+                "template": _closed(
+                    {
+                        "metadata": _closed({"labels": _STRING_MAP, "annotations": _STRING_MAP}),
+                        "spec": _closed(
+                            {
+                                "nodeClassRef": _closed(
+                                    {
+                                        "group": {"type": "string"},
+                                        "kind": {"type": "string"},
+                                        "name": {"type": "string"},
+                                    },
+                                    ("group", "kind", "name"),
+                                ),
+                                "requirements": {
+                                    "type": "array",
+                                    "maxItems": 100,
+                                    "items": _closed(
+                                        {
+                                            "key": {
+                                                "type": "string",
+                                                "maxLength": 316,
+                                                "pattern": _LABEL_KEY,
+                                            },
+                                            "operator": {
+                                                "enum": [
+                                                    "In",
+                                                    "NotIn",
+                                                    "Exists",
+                                                    "DoesNotExist",
+                                                    "Gt",
+                                                    "Lt",
+                                                ]
+                                            },
+                                            "values": {
+                                                "type": "array",
+                                                "items": {"type": "string"},
+                                            },
+                                            "minValues": {"type": "integer"},
+                                        },
+                                        ("key", "operator"),
+                                    ),
+                                },
+                                "taints": {
+                                    "type": "array",
+                                    "items": _closed(
+                                        {
+                                            "key": {"type": "string"},
+                                            "value": {"type": "string"},
+                                            "effect": {
+                                                "enum": [
+                                                    "NoSchedule",
+                                                    "PreferNoSchedule",
+                                                    "NoExecute",
+                                                ]
+                                            },
+                                        },
+                                        ("key", "effect"),
+                                    ),
+                                },
+                                "expireAfter": {"type": "string"},
+                            },
+                            ("nodeClassRef", "requirements"),
+                        ),
+                    },
+                    ("spec",),
+                ),
+                "limits": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "pattern": _QUANTITY},
+                },
+                "disruption": _closed(
+                    {
+                        "consolidationPolicy": {"enum": ["WhenEmpty", "WhenEmptyOrUnderutilized"]},
+                        "consolidateAfter": {
+                            "type": "string",
+                            "pattern": r"^(([0-9]+(s|m|h))+|Never)$",
+                        },
+                    },
+                    ("consolidateAfter",),
+                ),
+                "weight": {"type": "integer", "minimum": 1, "maximum": 100},
+            },
+            ("template",),
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+
+_DURATION = (
+    r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"
+)
+
+POD_MONITOR_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "PodMonitor"},
+        "metadata": _METADATA_NAMESPACED,
+        "spec": _closed(
+            {
+                "selector": _closed(
+                    {"matchLabels": _STRING_MAP, "matchExpressions": {"type": "array"}}
+                ),
+                "podMetricsEndpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _closed(
+                        {
+                            "port": {"type": "string"},
+                            "path": {"type": "string"},
+                            "interval": {"type": "string", "pattern": _DURATION},
+                        }
+                    ),
+                },
+            },
+            ("selector",),
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+
+CRD_SCHEMAS = {
+    ("karpenter.sh/v1", "NodePool"): NODE_POOL_SCHEMA,
+    ("monitoring.coreos.com/v1", "PodMonitor"): POD_MONITOR_SCHEMA,
+}
+
+
+def validate_object(obj: dict[str, Any]) -> None:
+    """Raise when ``obj`` is not a valid object of its kind."""
+    schema = CRD_SCHEMAS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
+    if schema is not None:
+        jsonschema.validate(obj, schema)
+        return
+    for version in KUBERNETES_VERSIONS:
+        kubernetes_validate.validate(obj, version, strict=True)

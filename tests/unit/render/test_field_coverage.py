@@ -1,0 +1,462 @@
+"""Nothing in the spec is silently dropped: changing any field changes the rendered objects, in the
+place that field owns. Fields the planner consumes (capacity.*, model.architecture.*) reach the
+manifest through the plan, so these cases run the real planner. A new API field without a case
+here fails ``test_every_spec_field_has_a_case``; docs/rendering.md must list it too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from nemotron_operator.api import NemotronDeploymentSpec
+from nemotron_operator.api.errors import parse_deployment
+from nemotron_operator.render import RenderOptions, names, render_all
+from nemotron_operator.sizing import PlanningError, plan_deployment
+from tests.unit.render.fakes import SUPER_VL, flag_value, of_kind
+
+Objects = list[dict[str, Any]]
+INFEASIBLE = "infeasible"
+
+
+def merge(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+BASE: dict[str, Any] = {
+    "model": {"id": SUPER_VL},
+    "engine": {"maxModelLen": 262_144},
+    "capacity": {"gpu": {"products": ["NVIDIA-H200"]}},
+}
+DENSE: dict[str, Any] = {  # examples/custom-architecture.yaml
+    "model": {
+        "id": "example-org/Nemotron-H-8B-Custom-Finetune",
+        "architecture": {
+            "layerPattern": "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M-M-M-M-M-",
+            "hiddenSize": 4096,
+            "numAttentionHeads": 32,
+            "numKeyValueHeads": 8,
+            "headDim": 128,
+            "mambaNumHeads": 128,
+            "mambaHeadDim": 64,
+            "ssmStateSize": 128,
+            "mambaNGroups": 8,
+            "convKernel": 4,
+            "vocabSize": 131072,
+            "maxPositionEmbeddings": 8192,
+            "parameters": {"routedExperts": 0, "other": 8_100_000_000},
+        },
+    },
+    "engine": {"maxModelLen": 8192, "reasoningParser": "none", "toolCallParser": "none"},
+    "capacity": {"gpu": {"products": ["NVIDIA-H100-80GB-HBM3"]}},
+}
+MOE: dict[str, Any] = {  # Nemotron 3 Nano's shape (model-facts.md §1.3) as an explicit model
+    "model": {
+        "id": "example-org/Nano-Shaped-MoE",
+        "architecture": {
+            "layerPattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+            "hiddenSize": 2688,
+            "numAttentionHeads": 32,
+            "numKeyValueHeads": 2,
+            "headDim": 128,
+            "mambaNumHeads": 64,
+            "mambaHeadDim": 64,
+            "ssmStateSize": 128,
+            "mambaNGroups": 8,
+            "nRoutedExperts": 128,
+            "numExpertsPerTok": 6,
+            "nSharedExperts": 1,
+            "vocabSize": 131072,
+            "maxPositionEmbeddings": 262_144,
+            "parameters": {"routedExperts": 29_000_000_000, "other": 2_600_000_000},
+        },
+    },
+    "engine": {"maxModelLen": 131_072, "reasoningParser": "none", "toolCallParser": "none"},
+    "capacity": {"gpu": {"products": ["NVIDIA-H100-80GB-HBM3"]}, "parallelism": {"tensor": 2}},
+}
+PVC = {"model": {"source": {"pvc": {"claimName": "weights", "path": "/a"}}}}
+TOKEN = {"model": {"source": {"huggingFace": {"tokenSecretRef": {"name": "hf", "key": "token"}}}}}
+PLUGIN = {
+    "engine": {
+        "reasoningParserPlugin": {
+            "configMapName": "parsers",
+            "fileName": "super_v3.py",
+            "parserName": "super_v3",
+        }
+    }
+}
+KARPENTER = {
+    "nodePool": {
+        "provisioner": "Karpenter",
+        "karpenter": {"nodeClassRef": {"name": "gpu"}, "instanceTypes": ["p5e.48xlarge"]},
+    }
+}
+MONITOR = {"monitoring": {"serviceMonitor": {"enabled": True}}}
+WITH_PVC, WITH_TOKEN, WITH_PLUGIN, WITH_KARPENTER, WITH_MONITOR = (
+    merge(BASE, part) for part in (PVC, TOKEN, PLUGIN, KARPENTER, MONITOR)
+)
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "a", "effect": "NoExecute"}
+TOLERATIONS = {"scheduling": {"tolerations": [TOLERATION | {"tolerationSeconds": 60}]}}
+
+
+def render_spec(spec: dict[str, Any], options: RenderOptions | None = None) -> Objects | str:
+    deployment = parse_deployment(
+        {
+            "apiVersion": "serving.nemotron.io/v1alpha1",
+            "kind": "NemotronDeployment",
+            "metadata": {"name": "coverage", "namespace": "ai"},
+            "spec": spec,
+        }
+    )
+    try:
+        result = plan_deployment(deployment.spec)
+    except PlanningError:
+        return INFEASIBLE
+    return render_all(deployment, result, options)
+
+
+# Where a field shows up in the objects.
+def sts(objects: Objects) -> dict[str, Any]:
+    found: dict[str, Any] = of_kind(objects, "StatefulSet")[0]
+    return found
+
+
+def pod(objects: Objects) -> dict[str, Any]:
+    spec: dict[str, Any] = sts(objects)["spec"]["template"]["spec"]
+    return spec
+
+
+def args(objects: Objects) -> list[str]:
+    found: list[str] = pod(objects)["containers"][0]["args"]
+    return found
+
+
+def flag(name: str) -> Callable[[Objects], Any]:
+    return lambda objects: flag_value(args(objects), name)
+
+
+def init_env(name: str) -> Callable[[Objects], Any]:
+    return lambda o: next(e for e in pod(o)["initContainers"][0]["env"] if e["name"] == name)
+
+
+def pod_field(name: str) -> Callable[[Objects], Any]:
+    return lambda objects: pod(objects).get(name)
+
+
+def kind(name: str) -> Callable[[Objects], Any]:
+    return lambda objects: of_kind(objects, name)
+
+
+def plan(objects: Objects) -> Any:
+    return json.loads(sts(objects)["metadata"]["annotations"][names.PLAN])
+
+
+def claim(objects: Objects) -> Any:
+    return sts(objects)["spec"].get("volumeClaimTemplates")
+
+
+def node_pool(objects: Objects) -> Any:
+    return of_kind(objects, "NodePool")[0]["spec"]["template"]["spec"]
+
+
+@dataclass(frozen=True)
+class Case:
+    change: dict[str, Any]
+    where: Callable[[Objects], Any]
+    base: dict[str, Any] = field(default_factory=lambda: BASE)
+    options: RenderOptions | None = None
+
+
+def arch(base: dict[str, Any], key: str, value: Any) -> Case:
+    return Case({"model": {"architecture": {key: value}}}, plan, base)
+
+
+def params(base: dict[str, Any], key: str, value: int) -> Case:
+    return Case({"model": {"architecture": {"parameters": {key: value}}}}, plan, base)
+
+
+A = "spec.model.architecture."
+CASES: dict[str, Case] = {
+    "spec.model.id": Case({"model": {"id": "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"}}, args),
+    "spec.model.revision": Case({"model": {"revision": "v2"}}, init_env("MODEL_REVISION")),
+    "spec.model.servedName": Case({"model": {"servedName": "chat"}}, flag("--served-model-name")),
+    "spec.model.source.huggingFace.tokenSecretRef.name": Case(
+        {"model": {"source": {"huggingFace": {"tokenSecretRef": {"name": "other"}}}}},
+        init_env("HF_TOKEN"),
+        WITH_TOKEN,
+    ),
+    "spec.model.source.huggingFace.tokenSecretRef.key": Case(
+        {"model": {"source": {"huggingFace": {"tokenSecretRef": {"key": "other"}}}}},
+        init_env("HF_TOKEN"),
+        WITH_TOKEN,
+    ),
+    "spec.model.source.pvc.claimName": Case(
+        {"model": {"source": {"pvc": {"claimName": "other"}}}}, pod_field("volumes"), WITH_PVC
+    ),
+    "spec.model.source.pvc.path": Case(
+        {"model": {"source": {"pvc": {"path": "/b"}}}}, args, WITH_PVC
+    ),
+    A + "layerPattern": arch(
+        DENSE, "layerPattern", "M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-M*-M-M-M-"
+    ),
+    A + "hiddenSize": arch(DENSE, "hiddenSize", 5120),
+    A + "numAttentionHeads": arch(DENSE, "numAttentionHeads", 64),
+    A + "numKeyValueHeads": arch(DENSE, "numKeyValueHeads", 4),
+    A + "headDim": arch(DENSE, "headDim", 64),
+    A + "mambaNumHeads": arch(DENSE, "mambaNumHeads", 64),
+    A + "mambaHeadDim": arch(DENSE, "mambaHeadDim", 32),
+    A + "ssmStateSize": arch(DENSE, "ssmStateSize", 64),
+    A + "mambaNGroups": arch(DENSE, "mambaNGroups", 4),
+    A + "convKernel": arch(DENSE, "convKernel", 3),
+    A + "nRoutedExperts": arch(MOE, "nRoutedExperts", 127),  # EP over 2 ranks no longer divides
+    A + "numExpertsPerTok": arch(MOE, "numExpertsPerTok", 8),
+    A + "vocabSize": arch(DENSE, "vocabSize", 262_144),
+    A + "maxPositionEmbeddings": arch(DENSE, "maxPositionEmbeddings", 4096),
+    A + "trainedContext": Case(
+        {"model": {"architecture": {"trainedContext": 16_384}}},
+        lambda o: [e["name"] for e in pod(o)["containers"][0]["env"]],
+        merge(DENSE, {"engine": {"maxModelLen": 16_384}}),
+    ),
+    A + "mtpLayers": arch(DENSE, "mtpLayers", 1),
+    A + "vision": arch(DENSE, "vision", True),
+    A + "precision": arch(DENSE, "precision", "FP8"),
+    A + "trustRemoteCode": Case(
+        {"model": {"architecture": {"trustRemoteCode": True}}},
+        args,
+        DENSE,
+        RenderOptions(allow_remote_code=True),
+    ),
+    A + "parameters.routedExperts": params(MOE, "routedExperts", 40_000_000_000),
+    A + "parameters.other": params(DENSE, "other", 9_000_000_000),
+    A + "parameters.mtp": params(DENSE, "mtp", 100_000_000),
+    A + "parameters.vision": params(DENSE, "vision", 500_000_000),
+    "spec.engine.image": Case(
+        {"engine": {"image": "registry.example/vllm:v0.31.0"}},
+        lambda o: pod(o)["containers"][0]["image"],
+    ),
+    "spec.engine.maxModelLen": Case({"engine": {"maxModelLen": 131_072}}, flag("--max-model-len")),
+    "spec.engine.gpuMemoryUtilization": Case(
+        {"engine": {"gpuMemoryUtilization": 0.85}}, flag("--gpu-memory-utilization")
+    ),
+    "spec.engine.maxNumSeqs": Case({"engine": {"maxNumSeqs": 32}}, flag("--max-num-seqs")),
+    "spec.engine.maxNumBatchedTokens": Case(
+        {"engine": {"maxNumBatchedTokens": 4096}}, flag("--max-num-batched-tokens")
+    ),
+    "spec.engine.kvCacheDtype": Case({"engine": {"kvCacheDtype": "fp8"}}, flag("--kv-cache-dtype")),
+    "spec.engine.mambaSsmCacheDtype": Case(
+        {"engine": {"mambaSsmCacheDtype": "float16"}}, flag("--mamba-ssm-cache-dtype")
+    ),
+    "spec.engine.speculativeDecoding.method": Case(
+        {"engine": {"speculativeDecoding": {"method": "none"}}}, flag("--speculative-config")
+    ),
+    "spec.engine.speculativeDecoding.numSpeculativeTokens": Case(
+        {"engine": {"speculativeDecoding": {"numSpeculativeTokens": 3}}},
+        flag("--speculative-config"),
+    ),
+    "spec.engine.reasoningParser": Case(
+        {"engine": {"reasoningParser": "deepseek_r1"}}, flag("--reasoning-parser")
+    ),
+    "spec.engine.reasoningParserPlugin.configMapName": Case(
+        {"engine": {"reasoningParserPlugin": {"configMapName": "other"}}},
+        pod_field("volumes"),
+        WITH_PLUGIN,
+    ),
+    "spec.engine.reasoningParserPlugin.fileName": Case(
+        {"engine": {"reasoningParserPlugin": {"fileName": "other.py"}}},
+        flag("--reasoning-parser-plugin"),
+        WITH_PLUGIN,
+    ),
+    "spec.engine.reasoningParserPlugin.parserName": Case(
+        {"engine": {"reasoningParserPlugin": {"parserName": "other"}}},
+        flag("--reasoning-parser"),
+        WITH_PLUGIN,
+    ),
+    "spec.engine.toolCallParser": Case(
+        {"engine": {"toolCallParser": "qwen3_xml"}}, flag("--tool-call-parser")
+    ),
+    "spec.engine.multimodal.images": Case(
+        {"engine": {"multimodal": {"images": 1}}}, flag("--limit-mm-per-prompt")
+    ),
+    "spec.engine.multimodal.videos": Case(
+        {"engine": {"multimodal": {"videos": 0}}}, flag("--limit-mm-per-prompt")
+    ),
+    "spec.engine.enableThinking": Case(
+        {"engine": {"enableThinking": False}}, flag("--default-chat-template-kwargs")
+    ),
+    "spec.engine.enablePrefixCaching": Case({"engine": {"enablePrefixCaching": False}}, args),
+    "spec.engine.extraArgs": Case({"engine": {"extraArgs": ["--async-scheduling"]}}, args),
+    "spec.capacity.minConcurrency": Case(
+        {"capacity": {"minConcurrency": 1}}, flag("--tensor-parallel-size")
+    ),
+    "spec.capacity.gpu.products": Case(
+        {"capacity": {"gpu": {"products": ["NVIDIA-B200"]}}}, pod_field("nodeSelector")
+    ),
+    "spec.capacity.gpu.count": Case(
+        {"capacity": {"gpu": {"count": 8}}},
+        lambda o: pod(o)["containers"][0]["resources"]["limits"],
+    ),
+    "spec.capacity.parallelism.tensor": Case(
+        {"capacity": {"parallelism": {"tensor": 8}}}, flag("--tensor-parallel-size")
+    ),
+    "spec.capacity.parallelism.pipeline": Case(
+        {"capacity": {"parallelism": {"pipeline": 2}}}, flag("--pipeline-parallel-size")
+    ),
+    "spec.capacity.parallelism.expert": Case(
+        {"capacity": {"parallelism": {"expert": False}}}, args
+    ),
+    "spec.replicas": Case({"replicas": 3}, lambda o: sts(o)["spec"]["replicas"]),
+    "spec.nodePool.provisioner": Case(KARPENTER, kind("NodePool")),
+    "spec.nodePool.karpenter.nodeClassRef.group": Case(
+        {"nodePool": {"karpenter": {"nodeClassRef": {"group": "karpenter.example"}}}},
+        node_pool,
+        WITH_KARPENTER,
+    ),
+    "spec.nodePool.karpenter.nodeClassRef.kind": Case(
+        {"nodePool": {"karpenter": {"nodeClassRef": {"kind": "OtherNodeClass"}}}},
+        node_pool,
+        WITH_KARPENTER,
+    ),
+    "spec.nodePool.karpenter.nodeClassRef.name": Case(
+        {"nodePool": {"karpenter": {"nodeClassRef": {"name": "other"}}}}, node_pool, WITH_KARPENTER
+    ),
+    "spec.nodePool.karpenter.instanceTypes": Case(
+        {"nodePool": {"karpenter": {"instanceTypes": ["p5en.48xlarge"]}}}, node_pool, WITH_KARPENTER
+    ),
+    "spec.nodePool.karpenter.capacityType": Case(
+        {"nodePool": {"karpenter": {"capacityType": "spot"}}}, node_pool, WITH_KARPENTER
+    ),
+    "spec.storage.cache.size": Case({"storage": {"cache": {"size": "999Gi"}}}, claim),
+    "spec.storage.cache.storageClassName": Case(
+        {"storage": {"cache": {"storageClassName": "fast"}}}, claim
+    ),
+    "spec.storage.cache.accessModes": Case(
+        {"storage": {"cache": {"accessModes": ["ReadWriteOncePod"]}}}, claim
+    ),
+    "spec.storage.cache.shared": Case(
+        {"storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}}},
+        kind("PersistentVolumeClaim"),
+    ),
+    "spec.scheduling.nodeSelector": Case(
+        {"scheduling": {"nodeSelector": {"zone": "a"}}}, pod_field("nodeSelector")
+    ),
+    "spec.scheduling.affinity": Case(
+        {"scheduling": {"affinity": {"podAntiAffinity": {}}}}, pod_field("affinity")
+    ),
+    "spec.scheduling.priorityClassName": Case(
+        {"scheduling": {"priorityClassName": "high"}}, pod_field("priorityClassName")
+    ),
+    "spec.monitoring.serviceMonitor.enabled": Case(MONITOR, kind("PodMonitor")),
+    "spec.monitoring.serviceMonitor.interval": Case(
+        {"monitoring": {"serviceMonitor": {"interval": "15s"}}}, kind("PodMonitor"), WITH_MONITOR
+    ),
+    "spec.monitoring.serviceMonitor.labels": Case(
+        {"monitoring": {"serviceMonitor": {"labels": {"release": "prom"}}}},
+        kind("PodMonitor"),
+        WITH_MONITOR,
+    ),
+}
+for _key, _value in (
+    ("key", "other"),
+    ("operator", "Exists"),
+    ("value", "b"),
+    ("effect", "NoSchedule"),
+    ("tolerationSeconds", 120),
+):
+    _changed = TOLERATIONS["scheduling"]["tolerations"][0] | {_key: _value}
+    if _key == "operator":
+        _changed.pop("value")
+    CASES[f"spec.scheduling.tolerations[].{_key}"] = Case(
+        {"scheduling": {"tolerations": [_changed]}},
+        pod_field("tolerations"),
+        merge(BASE, TOLERATIONS),
+    )
+
+# Accepted by the API and read by nobody today. Listed so that the gap is visible (and this test
+# fails once the planner starts using it, prompting a real case above).
+NO_EFFECT = {
+    A + "nSharedExperts": (
+        arch(MOE, "nSharedExperts", 2),
+        "the planner sizes shared experts from parameters.other; the count only matters with a "
+        "shared-expert width, which spec.model.architecture does not carry",
+    ),
+}
+
+
+def spec_paths(model: type[BaseModel], prefix: str) -> list[str]:
+    paths = []
+    for name, info in model.model_fields.items():
+        path = f"{prefix}.{info.alias or name}"
+        nested, is_list = _nested_model(info.annotation)
+        if nested is None:
+            paths.append(path)
+        else:
+            paths += spec_paths(nested, f"{path}[]" if is_list else path)
+    return paths
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _nested_model(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found, is_list = _nested_model(arg)
+            if found is not None:
+                return found, is_list
+        return None, False
+    if origin is list:
+        found, _ = _nested_model(typing.get_args(annotation)[0])
+        return found, found is not None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    return None, False
+
+
+SPEC_PATHS = spec_paths(NemotronDeploymentSpec, "spec")
+
+
+def test_every_spec_field_has_a_case() -> None:
+    missing = [p for p in SPEC_PATHS if p not in CASES and p not in NO_EFFECT]
+    assert missing == []
+    assert sorted(set(CASES) - set(SPEC_PATHS)) == []  # no case for a field that is gone
+
+
+@pytest.mark.parametrize("path", sorted(CASES))
+def test_field_reaches_the_manifest(path: str) -> None:
+    case = CASES[path]
+    before = render_spec(case.base, case.options)
+    after = render_spec(merge(case.base, case.change), case.options)
+    assert after != INFEASIBLE or before != INFEASIBLE, f"{path}: both layouts infeasible"
+
+    def where(objects: Objects | str) -> Any:
+        return INFEASIBLE if isinstance(objects, str) else case.where(objects)
+
+    assert where(before) != where(after), f"{path} did not change {case.where}"
+
+
+@pytest.mark.parametrize("path", sorted(NO_EFFECT))
+def test_fields_without_effect_are_still_without_effect(path: str) -> None:
+    case, _reason = NO_EFFECT[path]
+    assert render_spec(case.base) == render_spec(merge(case.base, case.change))
+
+
+def test_docs_list_every_spec_field(repo_root: Path) -> None:
+    text = (repo_root / "docs" / "rendering.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"`(spec\.[A-Za-z0-9.\[\]]+)`", text))
+    assert [p for p in SPEC_PATHS if p not in documented] == []

@@ -92,6 +92,8 @@ class Watches:
                 request, stream, writer, selected=selected, timeout_seconds=timeout, fault=fault
             )
             return response
+        except ConnectionResetError:  # the client went away mid-write: the watch just ends
+            return response
         finally:
             self._streams.discard(stream)
             self.store.unsubscribe(queue)

@@ -4,6 +4,8 @@ same bytes."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,3 +73,20 @@ def test_the_goldens_cover_the_layouts_the_issue_names(rendered: dict[str, str])
     assert "PodMonitor" in kinds("karpenter-h200")
     plugin = statefulsets("plugin-parser")[0]["spec"]["template"]["spec"]["containers"][0]
     assert "--reasoning-parser-plugin" in plugin["args"]
+
+
+def test_verify_reports_a_stale_file_and_update_repairs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for path in cases.EXPECTED.glob("*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "minimal.yaml").write_text("stale\n", encoding="utf-8")
+    (tmp_path / "orphan.yaml").write_text("no case\n", encoding="utf-8")
+    monkeypatch.setattr(cases, "EXPECTED", tmp_path)
+    assert cases.main(["--check"]) == 1
+    out = capsys.readouterr().out
+    assert "minimal.yaml is out of date" in out
+    assert "orphan.yaml has no case" in out
+    assert cases.main([]) == 0
+    assert cases.main(["--check"]) == 0
+    assert not (tmp_path / "orphan.yaml").exists()

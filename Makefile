@@ -1,5 +1,5 @@
 # Thin wrappers around hack/; the scripts work without make too.
-.PHONY: test lint crds verify demo venv
+.PHONY: test lint crds golden verify demo venv
 
 venv:
 	hack/lib.sh >/dev/null 2>&1; bash -c 'source hack/lib.sh && ensure_venv'
@@ -13,8 +13,12 @@ lint:
 crds:
 	hack/update-crds.sh
 
+golden:
+	hack/update-golden.sh
+
 verify:
 	hack/verify-crds.sh
+	hack/verify-golden.sh
 
 demo:
 	hack/demo.sh

@@ -1,6 +1,7 @@
 """``status.plan``: the sizing result, exactly as ``nemotron-operator plan -o json`` prints it.
 
-Bytes are integers. Per-GPU figures are for the most loaded GPU of a replica.
+Bytes are integers. Per-GPU figures are for the GPU whose KV pool fills first (with pipeline
+parallelism, the most constrained stage; otherwise every GPU of the replica is alike).
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def memory_breakdown(result: PlanResult) -> list[str]:
         *[[f"  {c.name}", gib(c.bytes)] for c in per_gpu.reserve_components],
         ["KV cache + Mamba state pool", gib(per_gpu.kv_pool_bytes)],
     ]
-    return ["Per-GPU memory (GiB), most loaded GPU:", *table(rows, right=(1,))]
+    return ["Per-GPU memory (GiB), the GPU whose pool fills first:", *table(rows, right=(1,))]
 
 
 def cache_arithmetic(result: PlanResult) -> list[str]:

@@ -164,3 +164,15 @@ def test_builtin_kinds_strategic_merge_and_server_side_apply(api: ApiHandle) -> 
     assert stored["data"] == {"a": "1"}  # a field the manager stopped applying is removed
     namespaces = api.kubectl("get", "ns", "-o", "name").stdout.split()
     assert "namespace/default" in namespaces
+
+
+def test_typed_create_commands_send_protobuf_and_are_understood(api: ApiHandle) -> None:
+    api.kubectl("create", "namespace", "ai")
+    api.kubectl("create", "configmap", "c", "-n", "ai", "--from-literal=a=b")
+    api.kubectl("create", "secret", "generic", "s", "-n", "ai", "--from-literal=k=v")
+    configmap = json.loads(api.kubectl("get", "cm", "c", "-n", "ai", "-o", "json").stdout)
+    assert configmap["data"] == {"a": "b"}
+    secret = json.loads(api.kubectl("get", "secret", "s", "-n", "ai", "-o", "json").stdout)
+    assert secret["data"] == {"k": "dg=="}  # base64 of "v"
+    refused = api.kubectl("create", "deployment", "d", "--image=x", check=False)
+    assert "decodes protobuf only for" in refused.stderr

@@ -12,12 +12,14 @@ from aiohttp import web
 from nemotron_operator.sim.apiserver import patches
 from nemotron_operator.sim.apiserver.errors import ApiError, bad_request
 from nemotron_operator.sim.apiserver.faults import Fault
+from nemotron_operator.sim.apiserver.protobuf import decode_object
 from nemotron_operator.sim.apiserver.resources import ResourceInfo
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def json_response(
@@ -29,6 +31,8 @@ def json_response(
 
 async def read_body(request: web.Request) -> Any:
     ctype = request.content_type
+    if ctype == PROTOBUF:
+        return decode_object(await request.read())
     if "protobuf" in ctype or "cbor" in ctype:
         raise ApiError(
             415,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -299,3 +300,31 @@ async def test_in_process_writes_are_seen_by_http_clients(
     server.store.merge_patch(key, "default", "inproc", {"data": {"a": "b"}})
     _, got = await call(http, "GET", f"{CM}/inproc")
     assert got["data"] == {"a": "b"}
+
+
+async def test_dependents_of_owners_that_do_not_exist_are_collected(
+    http: aiohttp.ClientSession,
+) -> None:
+    _, owner = await call(http, "POST", STS, statefulset("owner"))
+    real = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "owner"}
+    cases = {
+        "wrong-uid": {**real, "uid": "00000000-0000-0000-0000-000000000000"},
+        "right-uid": {**real, "uid": owner["metadata"]["uid"]},
+    }
+    for name, ref in cases.items():
+        body = configmap(name)
+        body["metadata"]["ownerReferences"] = [ref]
+        assert (await call(http, "POST", CM, body))[0] == 201
+    await call(http, "POST", "/api/v1/namespaces", {"metadata": {"name": "elsewhere"}})
+    across = configmap("across")
+    across["metadata"]["ownerReferences"] = [cases["right-uid"]]
+    await call(http, "POST", "/api/v1/namespaces/elsewhere/configmaps", across)
+    cluster_scoped = {"metadata": {"name": "pv", "ownerReferences": [cases["wrong-uid"]]}}
+    await call(http, "POST", "/api/v1/persistentvolumes", cluster_scoped)
+    await asyncio.sleep(0.05)  # the collector runs just after the write, like kube's GC
+
+    assert (await call(http, "GET", f"{CM}/wrong-uid"))[0] == 404
+    assert (await call(http, "GET", f"{CM}/right-uid"))[0] == 200
+    assert (await call(http, "GET", "/api/v1/namespaces/elsewhere/configmaps/across"))[0] == 404
+    # A cluster-scoped object cannot name a namespaced owner: unresolvable, never collected.
+    assert (await call(http, "GET", "/api/v1/persistentvolumes/pv"))[0] == 200

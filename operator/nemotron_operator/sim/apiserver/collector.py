@@ -7,6 +7,7 @@ kube-controller-manager would take a moment. A mixin of :class:`Store`, split ou
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from nemotron_operator.sim.apiserver import lifecycle
@@ -68,13 +69,40 @@ class GarbageCollection:
             self.delete(info.key, ref[1], ref[2], propagation=propagation)
 
     def _collect_if_orphaned(self, ref: Ref) -> None:
-        """The garbage collector: delete a dependent once none of its owners exists."""
+        """The garbage collector: delete a dependent once none of its owners exists.
+
+        An owner "exists" when an object of the referenced kind has the referenced uid, in the
+        dependent's namespace unless the owner is cluster-scoped. A cluster-scoped dependent's
+        reference to a namespaced kind (or to an unknown kind) cannot be resolved, and keeps the
+        dependent, as in Kubernetes 1.20+.
+        """
         found = self._lookup(ref)
         if found is None:
             return
-        owners = meta(found[1]).get("ownerReferences") or []
-        if not any(o.get("uid") in self._uids for o in owners):
+        info, obj = found
+        owners = meta(obj).get("ownerReferences") or []
+        if owners and all(self._owner_absent(info, ref[1], o) for o in owners):
             self._delete_ref(ref)
+
+    def _owner_absent(self, info: ResourceInfo, namespace: str, owner: dict[str, Any]) -> bool:
+        owner_info = self.resources.by_kind(owner.get("apiVersion", ""), owner.get("kind", ""))
+        if owner_info is None or (owner_info.namespaced and not info.namespaced):
+            return False  # unresolvable: never collected
+        where = self._uids.get(owner.get("uid", ""))
+        if where is None or where[0] != owner_info.key.bucket:
+            return True
+        return owner_info.namespaced and where[1] != namespace
+
+    def _check_new_owners(self, ref: Ref, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """Collect, soon after the write (the GC is asynchronous), a dependent whose owners
+        do not exist — a wrong uid or a cross-namespace owner."""
+        owners = meta(new).get("ownerReferences")
+        if not owners or owners == meta(old or {}).get("ownerReferences"):
+            return
+        try:
+            asyncio.get_running_loop().call_soon(self._collect_if_orphaned, ref)
+        except RuntimeError:  # no event loop: collect right away
+            self._collect_if_orphaned(ref)
 
     def _orphan_dependents(self, uid: str) -> None:
         for ref in list(self._dependents.get(uid, ())):

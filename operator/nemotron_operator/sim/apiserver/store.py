@@ -341,6 +341,7 @@ class Store(GarbageCollection):
         self._uids[md["uid"]] = ref
         self._index_owners(ref, old, new)
         self._log.emit("ADDED" if old is None else "MODIFIED", info.key, new, self._rv, old)
+        self._check_new_owners(ref, old, new)
         if info.key == CRD_KEY:
             self.resources.register_crd(new)
         if md.get("deletionTimestamp") and not md.get("finalizers"):

@@ -7,7 +7,7 @@ Every problem names its field; all problems are reported at once.
 
 from __future__ import annotations
 
-from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.api import ModelSpec, NemotronDeployment
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.render.errors import RenderError
@@ -16,6 +16,7 @@ from nemotron_operator.render.inputs import ModelFacts, RenderOptions
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # Parsers NVIDIA ships as plugin files in the model repositories; vLLM has no built-in parser of
 # these names (model-facts.md §4: "No ultra_v3 or super_v3 built-in in v0.31/v0.33").
+DEFAULT_REVISION = ModelSpec.model_fields["revision"].default
 PLUGIN_ONLY_PARSERS = frozenset({"super_v3", "ultra_v3", "nano_v3"})
 
 
@@ -143,7 +144,8 @@ def _model(
                 "the administrator to allow it, or serve a checkpoint vLLM supports natively",
             )
         )
-    if spec.source.pvc is not None and "revision" in spec.model_fields_set:
+    # Compared with the default rather than "was it set": the API server fills in the default.
+    if spec.source.pvc is not None and spec.revision != DEFAULT_REVISION:
         errors.append(
             FieldError(
                 "spec.model.revision",

@@ -139,6 +139,8 @@ def test_remote_code_for_an_explicit_architecture_needs_permission() -> None:
 def test_revision_with_weights_from_a_claim() -> None:
     spec = {"model": {"revision": "v2", "source": {"pvc": {"claimName": "w"}}}}
     assert refused(spec).field == "spec.model.revision"
+    # the API server writes the default into stored objects: that is not the user's choice
+    assert render({"model": {"revision": "main", "source": {"pvc": {"claimName": "w"}}}})
 
 
 def test_storage_with_weights_from_a_claim() -> None:

@@ -203,11 +203,10 @@ class Kubelet:
         model: PodModel,
         stubs: dict[str, StubVllm | StubVllmArgumentError],
     ) -> None:
-        self._write(running, model)
         for init in model.init_containers:
             started = now_rfc3339()
             init.run(started)
-            self._write(running, model)
+            self._write(running, model)  # the first one also reports the pod IP
             await asyncio.sleep(self.settings.init_seconds)
             init.complete(started, now_rfc3339())
         model.phase = "Running"

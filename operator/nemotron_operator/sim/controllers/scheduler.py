@@ -147,9 +147,15 @@ def matches_node_selection(pod: Mapping[str, Any], node: Mapping[str, Any]) -> b
 
 
 def filter_node(
-    pod: Mapping[str, Any], node: Mapping[str, Any], used: Mapping[str, Fraction]
+    pod: Mapping[str, Any],
+    node: Mapping[str, Any],
+    used: Mapping[str, Fraction],
+    requests: Mapping[str, Fraction] | None = None,
 ) -> list[str]:
-    """Reasons ``node`` cannot take ``pod``, in kube-scheduler's wording; empty when it fits."""
+    """Reasons ``node`` cannot take ``pod``, in kube-scheduler's wording; empty when it fits.
+
+    ``requests`` saves recomputing ``pod_requests(pod)`` for every node.
+    """
     node_spec = node.get("spec") or {}
     if node_spec.get("unschedulable"):
         return ["node(s) were unschedulable"]
@@ -162,7 +168,8 @@ def filter_node(
         return ["node(s) didn't match Pod's node affinity/selector"]
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     reasons = []
-    for name, amount in sorted(pod_requests(pod).items()):
+    wanted = pod_requests(pod) if requests is None else requests
+    for name, amount in sorted(wanted.items()):
         if amount <= 0:
             continue
         available = parse_quantity(allocatable.get(name, 0)) - used.get(name, Fraction(0))
@@ -187,10 +194,11 @@ def schedule(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], usage: 
     """
     reasons: Counter[str] = Counter()
     candidates: list[tuple[Fraction, Fraction, str]] = []
+    requests = pod_requests(pod)
     for node in nodes:
         name = node.get("metadata", {}).get("name", "")
         used = usage.get(name, {})
-        failures = filter_node(pod, node, used)
+        failures = filter_node(pod, node, used, requests)
         if failures:
             reasons.update(failures)
             continue

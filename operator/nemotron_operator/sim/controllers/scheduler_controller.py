@@ -109,13 +109,13 @@ class SchedulerController:
                     warning=True,
                 )
             return
+        # A real binding sets PodScheduled=True in the same write; here the kubelet's first
+        # status write, right after this one, carries it (one write per pod less).
         bound = self._store.merge_patch(
             PODS, namespace, name, {"spec": {"nodeName": decision.node}}
         )
         self._pending.pop((namespace, name), None)
         self._assume(md.get("uid", ""), decision.node, bound)
-        status = {"phase": "Pending", "conditions": [scheduled_condition(True, now)]}
-        self._store.merge_patch(PODS, namespace, name, {"status": status}, subresource="status")
         self._recorder.record(
             COMPONENT,
             involved(pod, "v1", "Pod"),

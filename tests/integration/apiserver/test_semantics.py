@@ -286,6 +286,9 @@ async def test_server_side_apply_creates_merges_and_reports_conflicts(
     assert 'conflict with "one"' in conflict["message"]
     status, forced = await call(http, "PATCH", f"{CM}/a?fieldManager=two&force=true", other, apply)
     assert forced["data"] == {"x": "2", "y": "1"}
+    await asyncio.sleep(1.1)  # managedFields times have second precision
+    _, again = await call(http, "PATCH", f"{CM}/a?fieldManager=two", other, apply)
+    assert again["metadata"]["resourceVersion"] == forced["metadata"]["resourceVersion"]
     status, _ = await call(http, "PATCH", f"{CM}/a", body, apply)
     assert status == 400  # a field manager is required
 

@@ -202,8 +202,16 @@ def server_side_apply(
     }
     if subresource:
         entry["subresource"] = subresource
+    unchanged = _without_managed(result) == _without_managed(live)
+    if unchanged and mine and mine[0].get("fieldsV1") == new_fields and not conflicts:
+        entry = mine[0]  # a no-op apply keeps the timestamp, so nothing is written
     result["metadata"] = {**result.get("metadata", {}), "managedFields": [*others, entry]}
     return dict(result)
+
+
+def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
+    md = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {**obj, "metadata": md}
 
 
 def _conflict_error(conflicts: list[tuple[str, Path]]) -> ApiError:

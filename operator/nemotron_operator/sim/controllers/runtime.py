@@ -23,6 +23,8 @@ log = logging.getLogger("nemotron_operator.sim")
 K = TypeVar("K", bound=Hashable)
 # Yield to the event loop after this many handled keys, so API requests are served in between.
 _BATCH = 50
+# Events remembered for de-duplication (client-go's event correlator keeps an LRU of 4096).
+_REMEMBERED_EVENTS = 4096
 
 
 def now_rfc3339() -> str:
@@ -125,6 +127,8 @@ class EventRecorder:
                 return
         name = f"{involved_object['name']}.{secrets.token_hex(8)}"
         self._seen[fingerprint] = name
+        if len(self._seen) > _REMEMBERED_EVENTS:
+            del self._seen[next(iter(self._seen))]  # forget the oldest, as the real cache does
         self._store.create(
             EVENTS,
             {

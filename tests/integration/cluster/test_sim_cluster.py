@@ -250,3 +250,20 @@ def test_a_multi_node_replica_runs_leader_and_headless_worker(
         "max_tokens": 4,
     })  # fmt: skip
     assert answer["model"] == "nemotron-super-vl"
+
+
+@pytest.mark.slow
+def test_the_benchmark_script_runs_at_a_small_scale(tmp_path: Path) -> None:
+    """Keeps hack/bench-sim.py working; the figures themselves are read, not asserted."""
+    figures = tmp_path / "bench.json"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "bench-sim.py"), "--count", "16",
+         "--repeats", "2", "--watch-samples", "5", "--watchers", "2", "--idle-seconds", "0.5",
+         "--json", str(figures)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all 16 pods Ready" in result.stdout
+    data = json.loads(figures.read_text())
+    assert data["create_statefulsets"]["n"] == 16
+    assert set(data["watch"]) == {"custom resources (admission validates each patch)", "configmaps"}

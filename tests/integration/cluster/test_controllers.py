@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -265,3 +266,29 @@ async def test_pod_disruption_budget_status(cluster: ClusterControllers) -> None
         await wait_for(lambda: allowed_values()[-1] == 1, what="disruptionsAllowed=1 again")
     finally:
         store.unsubscribe(queue)
+
+
+async def test_a_pod_is_ready_only_after_the_simulated_model_load() -> None:
+    settings = ClusterSettings(
+        nodes="NVIDIA-B200:8x1",
+        kubelet=KubeletSettings(load_seconds=0.5, init_seconds=0.01, probe_period=0.02),
+    )
+    cluster = ClusterControllers(Store(), settings)
+    await cluster.start()
+    try:
+        store = cluster.store
+        store.create(STATEFULSETS, vllm_statefulset("slow"))
+
+        def running() -> dict[str, Any] | None:
+            pod = store.peek(PODS, "default", "slow-0") or {}
+            return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+        pod = await wait_for(running, what="slow-0 Running")
+        started = time.monotonic()
+        conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+        assert conditions["Ready"] == "False"  # /health answers 503 while "loading"
+        assert pod["status"]["containerStatuses"][0]["state"].get("running")
+        await wait_for(lambda: ready_replicas(store, "slow", 1), what="slow-0 Ready")
+        assert time.monotonic() - started >= 0.3
+    finally:
+        await cluster.stop()

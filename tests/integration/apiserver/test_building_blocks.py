@@ -161,3 +161,28 @@ def test_protobuf_config_map_and_refusals() -> None:
         with pytest.raises(ApiError) as error:
             decode_object(refused)
         assert error.value.code == 415
+
+
+def test_event_tables_put_the_name_last_like_kube_apiserver() -> None:
+    from nemotron_operator.sim.apiserver.resources import Registry, ResourceKey
+    from nemotron_operator.sim.apiserver.tables import table
+
+    info = Registry.builtin().get(ResourceKey("", "v1", "events"))
+    assert info is not None
+    event = {
+        "metadata": {"name": "e1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "type": "Warning",
+        "reason": "FailedScheduling",
+        "message": "0/3 nodes are available",
+    }
+    rendered = table(info, [event])
+    names = [c["name"] for c in rendered["columnDefinitions"]]
+    assert names == ["Last Seen", "Type", "Reason", "Object", "Message", "Name"]
+    assert rendered["rows"][0]["cells"][1:] == [
+        "Warning",
+        "FailedScheduling",
+        "pod/p",
+        "0/3 nodes are available",
+        "e1",
+    ]

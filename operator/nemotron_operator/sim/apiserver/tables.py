@@ -101,6 +101,32 @@ def _service_cells(svc: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _event_cells(event: dict[str, Any]) -> list[Any]:
+    involved = event.get("involvedObject") or event.get("regarding") or {}
+    seen = (
+        event.get("lastTimestamp") or event.get("eventTime") or meta(event).get("creationTimestamp")
+    )
+    if isinstance(seen, str) and "." in seen:
+        seen = seen.split(".")[0] + "Z"  # MicroTime
+    return [
+        human_duration(seen),
+        event.get("type", ""),
+        event.get("reason", ""),
+        f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
+        event.get("message") or event.get("note") or "",
+    ]
+
+
+def _pdb_cells(pdb: dict[str, Any]) -> list[Any]:
+    spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
+    return [
+        str(spec.get("minAvailable", "N/A")),
+        str(spec.get("maxUnavailable", "N/A")),
+        status.get("disruptionsAllowed", 0),
+        _age(pdb),
+    ]
+
+
 def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return list((obj.get("status") or {}).get("conditions") or [])
 
@@ -140,6 +166,23 @@ _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells]] = {
             ((o.get("status") or {}).get("capacity") or {}).get("storage", ""),
             _age(o),
         ],
+    ),
+    ("", "events"): (
+        [_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")],
+        _event_cells,
+    ),
+    ("events.k8s.io", "events"): (
+        [_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")],
+        _event_cells,
+    ),
+    ("", "secrets"): (
+        [_col("Type"), _col("Data", "integer"), _col("Age")],
+        lambda o: [o.get("type", "Opaque"), len(o.get("data") or {}), _age(o)],
+    ),
+    ("policy", "poddisruptionbudgets"): (
+        [_col("Min Available"), _col("Max Unavailable"), _col("Allowed Disruptions", "integer"),
+         _col("Age")],
+        _pdb_cells,
     ),
     ("apps", "statefulsets"): ([_col("Ready"), _col("Age")], lambda o: [_replicas(o), _age(o)]),
     ("apps", "deployments"): ([_col("Ready"), _col("Age")], lambda o: [_replicas(o), _age(o)]),
@@ -189,6 +232,10 @@ def columns_for(info: ResourceInfo) -> tuple[list[dict[str, Any]], Cells]:
         columns, cells = [_col("Age", "date")], lambda o: [_age(o)]
     else:
         columns, cells = [_col("Age")], lambda o: [_age(o)]
+
+    if info.key.plural == "events":  # kube-apiserver shows an event's name only with -o wide
+        name_col["priority"] = 1
+        return [*columns, name_col], lambda o: [*cells(o), meta(o).get("name", "")]
 
     def row_cells(obj: dict[str, Any]) -> list[Any]:
         return [meta(obj).get("name", ""), *cells(obj)]

@@ -75,13 +75,8 @@ show kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com
 step "Plan $EXAMPLE against these nodes (the memory model; no cluster writes)"
 echo "$ kubectl get nodes -o yaml > nodes.yaml"
 kubectl get nodes -o yaml >"$WORK/nodes.yaml"
-if nemotron-operator plan --help 2>/dev/null | grep -q -- "--gpu-inventory"; then
-  echo "$ nemotron-operator plan -f $EXAMPLE --gpu-inventory nodes.yaml"
-  nemotron-operator plan -f "$EXAMPLE" --gpu-inventory "$WORK/nodes.yaml"
-else
-  # Until `plan -f` lands, the plan is the comment header that `render` prints.
-  nemotron-operator render -f "$EXAMPLE" --gpu-inventory "$WORK/nodes.yaml" | sed -n '/^#/p'
-fi
+echo "$ nemotron-operator plan -f $EXAMPLE --gpu-inventory nodes.yaml"
+nemotron-operator plan -f "$EXAMPLE" --gpu-inventory "$WORK/nodes.yaml"
 
 step "Render the Kubernetes objects and apply them"
 echo "$ nemotron-operator render -f $EXAMPLE --gpu-inventory nodes.yaml > objects.yaml"

@@ -16,7 +16,7 @@ from nemotron_operator.sim.apiserver.store import Store, WatchEvent
 from nemotron_operator.sim.controllers import scheduler
 from nemotron_operator.sim.controllers.kinds import NODES, PODS
 from nemotron_operator.sim.controllers.pod_status import scheduled_condition
-from nemotron_operator.sim.controllers.runtime import EventRecorder, involved, now_rfc3339
+from nemotron_operator.sim.controllers.runtime import EventRecorder, involved, log, now_rfc3339
 
 COMPONENT = "default-scheduler"
 _FINISHED = ("Succeeded", "Failed")
@@ -72,7 +72,10 @@ class SchedulerController:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            self.schedule_pending()
+            try:
+                self.schedule_pending()
+            except Exception:  # noqa: BLE001 - a bug in one pass must not stop scheduling
+                log.exception("scheduler: a scheduling pass failed")
             await asyncio.sleep(0)
 
     def schedule_pending(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
+import threading
 
 import yaml
 
@@ -80,20 +80,24 @@ def test_get_watch_prints_added_modified_deleted(api: ApiHandle) -> None:
     watcher = subprocess.Popen(
         [kubectl_binary(), "get", "wd", "-w", "--output-watch-events"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
         env=api.env,
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(watcher.stdout or []), daemon=True)
+    reader.start()
     try:
         wait_until(lambda: api.store(lambda s: s.watchers_for(WIDGETS)) >= 1, what="a watch")
         api.kubectl("patch", "wd", "w", "--type=merge", "-p", '{"spec":{"size":2}}')
         api.kubectl("delete", "wd", "w")
-        time.sleep(0.3)  # let the last event reach kubectl before it is stopped
+        wait_until(lambda: any(line.startswith("DELETED") for line in lines), what="DELETED")
     finally:
         watcher.terminate()
-        out, _ = watcher.communicate(timeout=10)
-    events = [line.split()[0] for line in out.splitlines()[1:]]
-    assert events == ["ADDED", "MODIFIED", "DELETED"], out
+        watcher.wait(timeout=10)
+        reader.join(timeout=10)
+    events = [line.split()[0] for line in lines[1:]]
+    assert events == ["ADDED", "MODIFIED", "DELETED"], lines
 
 
 def test_invalid_custom_resource_is_refused_with_the_field_path(api: ApiHandle) -> None:

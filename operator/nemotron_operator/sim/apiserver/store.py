@@ -22,6 +22,7 @@ from nemotron_operator.sim.apiserver.errors import (
     AlreadyExistsError,
     ApiError,
     ConflictError,
+    InvalidError,
     NotFoundError,
     bad_request,
 )
@@ -149,9 +150,23 @@ class Store(GarbageCollection):
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        """PUT: the whole object. Custom resources need ``resourceVersion`` (no unconditional
+        update, as in apiextensions-apiserver); built-in kinds may omit it."""
         info = self.info(key)
         md = meta(obj)
         old = self._existing(info, md.get("namespace"), md.get("name", ""))
+        if info.crd_name is not None and not md.get("resourceVersion"):
+            raise InvalidError(
+                info.kind,
+                info.key.group,
+                md.get("name", ""),
+                [
+                    (
+                        "metadata.resourceVersion",
+                        "Invalid value: 0x0: must be specified for an update",
+                    )
+                ],
+            )
         return self.update(info, old, copy_obj(obj), subresource=subresource, dry_run=dry_run)
 
     def merge_patch(

@@ -68,9 +68,11 @@ def test_custom_resources_through_apply_get_patch_scale_replace_delete(api: ApiH
     stale = api.kubectl("replace", "-f", "-", input=json.dumps(small), check=False)
     assert stale.returncode != 0
     assert "the object has been modified" in stale.stderr
-    del small["metadata"]["resourceVersion"]
-    unconditional = api.kubectl("replace", "-f", "-", input=json.dumps(small), check=False)
-    assert "must be specified for an update" in unconditional.stderr  # custom resources only
+    del small["metadata"]["resourceVersion"]  # kubectl replace would fill it in; raw PUT
+    path = "/apis/test.sim.nemotron.io/v1/namespaces/default/widgets/small"
+    status, refused = api.request("PUT", path, small)
+    assert status == 422
+    assert "must be specified for an update" in refused["message"]  # custom resources only
 
     api.kubectl("delete", "wd", "small", "big")
     gone = api.kubectl("get", "wd", "small", check=False)

@@ -43,7 +43,7 @@ class SimApiServer:
         validate_crs: bool = True,
         preinstall_crds: bool = True,
         bookmark_interval: float = 10.0,
-        history_size: int = 100_000,
+        history_size: int = 20_000,
     ) -> None:
         self.host, self.port = host, port
         self.store = Store(history_size=history_size)

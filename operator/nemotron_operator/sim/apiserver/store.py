@@ -55,7 +55,7 @@ class Store(GarbageCollection):
     """Objects indexed by resource and namespace, with watch history and garbage collection."""
 
     resources: Registry = field(default_factory=Registry.builtin)
-    history_size: int = 100_000
+    history_size: int = 20_000  # like etcd compaction: older watches get 410 and relist
     admission: Admission | None = None
     _objects: dict[Bucket, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     _uids: dict[str, Ref] = field(default_factory=dict)

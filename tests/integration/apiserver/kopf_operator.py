@@ -21,7 +21,9 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.peering.standalone = True
     settings.posting.level = logging.WARNING
     settings.persistence.finalizer = "test.sim.nemotron.io/finalizer"
-    settings.networking.error_backoffs = [0.1, 0.2, 0.5]
+    # kopf gives up on a watch once these retries are spent (the watcher then stays dead, as
+    # found with an injected outage): they must outlast the outages the tests inject (1 s).
+    settings.networking.error_backoffs = [0.1, 0.2, 0.5, 1.0, 2.0]
     settings.watching.server_timeout = 30
     kubernetes.config.load_kube_config()
 

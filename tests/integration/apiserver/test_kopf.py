@@ -27,19 +27,32 @@ def widget(size: int) -> str:
     )
 
 
-def test_kopf_sees_create_update_delete_and_children_are_collected(
-    api: ApiHandle, tmp_path: Path
-) -> None:
-    api.kubectl("apply", "-f", str(WIDGET_CRD))
-    log_path = tmp_path / "kopf.log"
+def start_operator(api: ApiHandle, log_path: Path) -> subprocess.Popen[bytes]:
     kopf = Path(sys.executable).with_name("kopf")
     with log_path.open("w") as log:
-        operator = subprocess.Popen(
+        return subprocess.Popen(
             [str(kopf), "run", "--standalone", "-A", str(OPERATOR)],
             env=api.env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+
+
+def stop_operator(operator: subprocess.Popen[bytes]) -> None:
+    operator.terminate()
+    try:
+        operator.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        operator.kill()
+        operator.wait(timeout=5)
+
+
+def test_kopf_sees_create_update_delete_and_children_are_collected(
+    api: ApiHandle, tmp_path: Path
+) -> None:
+    api.kubectl("apply", "-f", str(WIDGET_CRD))
+    log_path = tmp_path / "kopf.log"
+    operator = start_operator(api, log_path)
     try:
         api.kubectl("apply", "-f", "-", input=widget(2))
         child = wait_until(
@@ -70,13 +83,38 @@ def test_kopf_sees_create_update_delete_and_children_are_collected(
         assert api.store(lambda s: s.get(CONFIGMAPS, "default", "w-deleted")) is not None
         assert api.store(lambda s: s.get(CONFIGMAPS, "default", "w-child")) is None
     finally:
-        operator.terminate()
-        try:
-            operator.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            operator.kill()
-            operator.wait(timeout=5)
+        stop_operator(operator)
     assert "Traceback" not in log_path.read_text(), log_path.read_text()
+
+
+def test_kopf_recovers_from_an_outage_and_failed_writes(api: ApiHandle, tmp_path: Path) -> None:
+    api.kubectl("apply", "-f", str(WIDGET_CRD))
+    operator = start_operator(api, tmp_path / "kopf.log")
+    try:
+        wait_until(lambda: api.store(lambda s: s.watchers_for(WIDGETS)) >= 1, what="kopf's watch")
+        api.thread.call(lambda: api.thread._require().faults.unavailable(1.0))
+        wait_until(lambda: not api.thread.call(api.thread._require().faults.active))
+        status, _ = api.request(
+            "POST",
+            "/_sim/faults",
+            {"method": "POST", "path": r"/configmaps(\?|$)", "status": 500, "count": 2},
+        )
+        assert status == 201
+        api.kubectl("apply", "-f", "-", input=widget(1))  # kopf must have re-watched by itself
+        wait_until(
+            lambda: api.store(lambda s: s.get(CONFIGMAPS, "default", "w-child")),
+            seconds=20,
+            what="the child after kopf retried its handler",
+        )
+        _, journal = api.request("GET", "/_sim/requests")
+        posts = [
+            r
+            for r in journal
+            if r["method"] == "POST" and r["path"].split("?")[0].endswith("/configmaps")
+        ]
+        assert [r["status"] for r in posts] == [500, 500, 201]  # retried; nothing stored twice
+    finally:
+        stop_operator(operator)
 
 
 def _phase(api: ApiHandle) -> str | None:

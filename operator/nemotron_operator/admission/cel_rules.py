@@ -1,6 +1,7 @@
 """``x-kubernetes-validations`` (CEL) evaluated with cel-python, the way the API server applies
 them: rules run on every schema node present in the object; a rule that mentions ``oldSelf`` is a
-transition rule and runs only on update, where the old object has a value at the same path.
+transition rule and runs only on update, where the old object has a value at the same path. Unchanged values are not
+re-checked (ratcheting).
 
 Values are converted using the schema's types (a YAML ``1`` in a ``number`` field is a CEL
 double), because CEL has no implicit int/double comparison.
@@ -55,7 +56,14 @@ def _schema_type(schema: Schema) -> str:
 
 
 def evaluate(value: Any, old: Any, schema: Schema, path: str, *, has_old: bool) -> list[Cause]:
-    """Run every rule under ``schema`` against ``value`` (and ``old`` where correlated)."""
+    """Run every rule under ``schema`` against ``value`` (and ``old`` where correlated).
+
+    A value equal to the stored one is not re-checked (validation ratcheting, on by default since
+    Kubernetes 1.30): a status write does not re-run the spec's rules, and an object stored before
+    a rule existed can still be updated elsewhere.
+    """
+    if has_old and value == old:
+        return []
     causes: list[Cause] = []
     for rule in schema.get(RULES, []):
         text: str = rule["rule"]

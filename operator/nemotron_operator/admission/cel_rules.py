@@ -1,7 +1,7 @@
 """``x-kubernetes-validations`` (CEL) evaluated with cel-python, the way the API server applies
 them: rules run on every schema node present in the object; a rule that mentions ``oldSelf`` is a
-transition rule and runs only on update, where the old object has a value at the same path. Unchanged values are not
-re-checked (ratcheting).
+transition rule and runs only on update, where the old object has a value at the same path.
+Unchanged values are not re-checked (ratcheting).
 
 Values are converted using the schema's types (a YAML ``1`` in a ``number`` field is a CEL
 double), because CEL has no implicit int/double comparison.

@@ -8,7 +8,7 @@ kube-controller-manager would take a moment. A mixin of :class:`Store`, split ou
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nemotron_operator.sim.apiserver import lifecycle
 from nemotron_operator.sim.apiserver.objects import meta
@@ -29,25 +29,26 @@ class GarbageCollection:
     _uids: dict[str, Ref]
     _dependents: dict[str, set[Ref]]
 
-    # Provided by Store.
-    def info(self, key: ResourceKey) -> ResourceInfo:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Store, which mixes this class in
 
-    def delete(
-        self, key: ResourceKey, namespace: str | None, name: str, *, propagation: str | None = None
-    ) -> dict[str, Any] | None:
-        raise NotImplementedError
+        def info(self, key: ResourceKey) -> ResourceInfo: ...
 
-    def _commit(
-        self, info: ResourceInfo, new: dict[str, Any], old: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        raise NotImplementedError
+        def delete(
+            self,
+            key: ResourceKey,
+            namespace: str | None,
+            name: str,
+            *,
+            propagation: str | None = None,
+        ) -> dict[str, Any] | None: ...
 
-    def _remove(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        def _commit(
+            self, info: ResourceInfo, new: dict[str, Any], old: dict[str, Any] | None
+        ) -> dict[str, Any]: ...
 
-    def _current(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
+        def _remove(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+        def _current(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]: ...
 
     def _index_owners(
         self, ref: Ref, old: dict[str, Any] | None, new: dict[str, Any] | None

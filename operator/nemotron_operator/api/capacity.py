@@ -70,7 +70,7 @@ class Parallelism(ApiModel):
     expert: bool | None = Field(
         default=None,
         description="Expert parallelism for MoE layers (--enable-expert-parallel). Default: on "
-        "for MoE models when the replica has more than one GPU.",
+        "for MoE models when tensor parallel is above 1 (with TP 1 it has nothing to shard).",
     )
 
 

@@ -116,7 +116,40 @@ class ArchitectureSpec(ApiModel):
     conv_kernel: int = Field(default=4, ge=1, le=64, description="conv_kernel of Mamba-2.")
     n_routed_experts: int = Field(default=0, ge=0, le=4096, description="n_routed_experts.")
     num_experts_per_tok: int = Field(default=0, ge=0, le=256, description="num_experts_per_tok.")
-    n_shared_experts: int = Field(default=0, ge=0, le=64, description="n_shared_experts.")
+    n_shared_experts: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="n_shared_experts. Sizes the activation reserve together with "
+        "moeSharedExpertIntermediateSize (their parameters are part of parameters.other).",
+    )
+    moe_intermediate_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="moe_intermediate_size (width of one routed expert); sizes the activation "
+        "reserve. Unset: experts are assumed hidden-sized.",
+    )
+    moe_shared_expert_intermediate_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="moe_shared_expert_intermediate_size; sizes the activation reserve.",
+    )
+    moe_latent_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=65536,
+        description="moe_latent_size (experts run in this latent width, as in Nemotron 3 Super); "
+        "sizes the activation reserve. Unset: experts run at hiddenSize.",
+    )
+    intermediate_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_048_576,
+        description="intermediate_size of the dense MLP ('-') layers; sizes the activation "
+        "reserve. Unset: MLP intermediates are not counted in it.",
+    )
     vocab_size: int = Field(ge=1, le=10**7, description="vocab_size.")
     max_position_embeddings: int = Field(
         ge=1, le=16_777_216, description="max_position_embeddings (the config's context limit)."

@@ -208,6 +208,10 @@ def model_from_architecture(hf_id: str, arch: ArchitectureSpec) -> ModelEntry:
         num_experts_per_tok=arch.num_experts_per_tok,
         n_shared_experts=arch.n_shared_experts,
         vocab_size=arch.vocab_size,
+        moe_intermediate_size=arch.moe_intermediate_size,
+        moe_shared_expert_intermediate_size=arch.moe_shared_expert_intermediate_size,
+        moe_latent_size=arch.moe_latent_size,
+        intermediate_size=arch.intermediate_size,
     )
     pattern = arch.layer_pattern
     if "M" in pattern and (dims.mamba_num_heads == 0 or dims.mamba_head_dim == 0):

@@ -127,6 +127,9 @@ def _admitted_bases() -> tuple[dict[str, Any], ...]:
     custom = load_example("custom-architecture.yaml")
     custom["spec"]["model"]["architecture"]["parameters"].update(mtp=1, vision=1)
     custom["spec"]["model"]["architecture"]["trainedContext"] = 16384
+    custom["spec"]["model"]["architecture"].update(
+        moeIntermediateSize=2688, moeSharedExpertIntermediateSize=5376, moeLatentSize=1024
+    )
     custom["spec"]["scheduling"] = {
         "tolerations": [
             {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}

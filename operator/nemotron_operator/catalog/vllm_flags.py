@@ -340,8 +340,11 @@ _HUMAN_INT = re.compile(r"^(auto|-1|[0-9]+(\.[0-9]+)?[kKmMgG]?)$")
 
 
 def _normalise(option: str) -> str:
+    """Underscores → dashes in the flag name only: a dotted JSON sub-key
+    (``--speculative-config.num_speculative_tokens``) keeps its own spelling."""
     if option.startswith("--"):
-        return "--" + option[2:].replace("_", "-")
+        name, dot, sub_key = option[2:].partition(".")
+        return "--" + name.replace("_", "-") + dot + sub_key
     return option
 
 

@@ -150,3 +150,16 @@ def test_kinds_are_consistent() -> None:
         assert (flag.kind is Kind.CHOICE) == bool(flag.choices), flag.name
         assert flag.source in ("E", "F"), flag.name
     assert vllm_flags.VLLM_VERSION == "v0.31.0"
+
+
+def test_dotted_sub_keys_keep_their_underscores() -> None:
+    from nemotron_operator.catalog.vllm_flags import lookup
+
+    found = lookup("--speculative_config.num_speculative_tokens")
+    assert found is not None
+    flag, negated, sub_key = found
+    assert (flag.name, negated, sub_key) == (
+        "--speculative-config",
+        False,
+        "num_speculative_tokens",
+    )

@@ -159,7 +159,7 @@ def _collect(uses: Sequence[FlagUse]) -> dict[str, Any]:
             merged = options.get(name)
             merged = dict(merged) if isinstance(merged, dict) else {}
             # The table spells sub-keys with dashes; vLLM's config keys are snake_case.
-            merged[use.sub_key.replace("-", "_")] = _scalar(str(use.value))
+            merged[use.sub_key] = _scalar(str(use.value))
             options[name] = merged
         elif use.flag.kind is Kind.JSON:
             options[name] = json.loads(str(use.value))

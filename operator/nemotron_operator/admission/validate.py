@@ -49,9 +49,11 @@ def validate_object(
     schema = version_schema(crd, str(obj.get("apiVersion", "")))
     body = copy.deepcopy(obj)
 
-    top_schema = {
+    top_schema: dict[str, Any] = {
         "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_KEYS}
     }
+    if schema.get(structural.PRESERVE):
+        top_schema[structural.PRESERVE] = True
     top = {k: v for k, v in body.items() if k not in _ROOT_KEYS}
     unknown = structural.unknown_fields(top, top_schema, "")
     if unknown and field_validation == "Strict":

@@ -212,10 +212,13 @@ def test_a_multi_node_replica_runs_leader_and_headless_worker(
          "-f", str(ROOT / "examples" / "super-vl-bf16-h200.yaml"), "--gpu-inventory", str(nodes)],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
-    # This test is about the workload; the PodMonitor belongs to the monitoring tests.
-    documents = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] != "PodMonitor"]
+    documents = [d for d in yaml.safe_load_all(rendered) if d]
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai"}}
-    sim_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([namespace, *documents]))
+    applied = sim_cluster.kubectl(
+        "apply", "-f", "-", input=yaml.safe_dump_all([namespace, *documents])
+    ).stdout
+    # Every rendered object is accepted, the Prometheus Operator's PodMonitor included.
+    assert "podmonitor.monitoring.coreos.com/super-vl-bf16 created" in applied
     # The example pins a zone; pods wait Unschedulable until the nodes carry it.
     sim_cluster.wait_until(
         lambda: "didn't match Pod's node affinity/selector" in sim_cluster.kubectl(

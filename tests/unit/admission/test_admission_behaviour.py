@@ -75,3 +75,33 @@ def test_a_missing_spec_is_required(crd: dict[str, Any]) -> None:
     del obj["spec"]
     error = refused(crd, obj)
     assert [(c.field, c.message) for c in error.causes] == [("spec", "Required value")]
+
+
+def test_a_schema_that_preserves_unknown_fields_keeps_them() -> None:
+    # Like the large third-party CRDs (PodMonitor) whose schema is a free-form object.
+    crd = {
+        "metadata": {"name": "podmonitors.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "names": {"kind": "PodMonitor"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    obj = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "vllm"},
+        "spec": {"podMetricsEndpoints": [{"port": "http"}]},
+    }
+    assert validate_object(crd, obj)["spec"] == obj["spec"]

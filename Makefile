@@ -2,7 +2,7 @@
 .PHONY: test lint crds golden verify demo venv
 
 venv:
-	hack/lib.sh >/dev/null 2>&1; bash -c 'source hack/lib.sh && ensure_venv'
+	bash -c "source hack/lib.sh && ensure_venv"
 
 test:
 	hack/test.sh

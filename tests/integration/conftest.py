@@ -51,6 +51,30 @@ def kubectl_binary() -> str:
     return found
 
 
+def run_kubectl(
+    env: dict[str, str],
+    *args: str,
+    input: str | None = None,
+    check: bool = True,
+    timeout: float = 60.0,
+) -> subprocess.CompletedProcess[str]:
+    """Run the pinned kubectl with ``env``; with ``check``, a failure fails the test."""
+    result = subprocess.run(
+        [kubectl_binary(), *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+        )
+    return result
+
+
 class SimClusterHandle:
     """What a test gets: the kubeconfig, the URL, kubectl, and access to the cluster's state."""
 
@@ -71,20 +95,7 @@ class SimClusterHandle:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [kubectl_binary(), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(
-                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
-            )
-        return result
+        return run_kubectl(self.env, *args, input=input, check=check, timeout=timeout)
 
     def call(self, fn: Callable[[SimCluster], T]) -> T:
         """Run ``fn(cluster)`` on the cluster's event loop (its store is single-threaded)."""

@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from nemotron_operator.sim.apiserver import ServerThread, SimApiServer, Store, serve_in_thread
-from tests.integration.conftest import kubectl_binary
+from tests.integration.conftest import run_kubectl
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,18 +45,7 @@ class ApiHandle:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [kubectl_binary(), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=60,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
-        return result
+        return run_kubectl(self.env, *args, input=input, check=check)
 
     def store(self, fn: Callable[[Store], T]) -> T:
         """Run ``fn(store)`` on the server's loop: the store is single-threaded."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the SIMULATED cluster at the scale the operator's benchmarks need.
 
-Starts ``python -m nemotron_operator.sim`` as its own process (so its CPU time is measured apart
+Starts ``python -m nemotron_sim`` as its own process (so its CPU time is measured apart
 from this client), then over HTTP, as the operator would:
 
 1. creates N NemotronDeployment custom resources (validated against the CRD on admission);
@@ -71,7 +71,7 @@ class SimProcess:
     def __init__(self, nodes: str, workdir: Path) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "nemotron_operator.sim", "--nodes", nodes,
+            [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
              "--kubeconfig", str(self.kubeconfig)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip

@@ -2,7 +2,7 @@
 # The README's main job (`make demo`): plan and deploy a Nemotron model on a SIMULATED GPU
 # cluster on this machine, then ask it for a chat completion through its Service.
 #
-# Starts the simulated cluster (python -m nemotron_operator.sim: API stand-in, GPU nodes,
+# Starts the simulated cluster (python -m nemotron_sim: API stand-in, GPU nodes,
 # scheduler, StatefulSet controller, kubelet running stand-in vLLM servers on loopback), prints
 # the plan of an example, applies its rendered objects with kubectl, waits (bounded) for the
 # serving pods to become Ready, shows the workload and a completion, and stops everything it
@@ -58,7 +58,7 @@ cat <<EOF
 EOF
 
 step "Start the SIMULATED cluster ($NODES)"
-"$PY" -m nemotron_operator.sim --nodes "$NODES" --kubeconfig "$WORK/kubeconfig" \
+"$PY" -m nemotron_sim --nodes "$NODES" --kubeconfig "$WORK/kubeconfig" \
   --load-seconds "$LOAD_SECONDS" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
 for _ in $(seq 1 300); do  # up to 30 s

@@ -3,10 +3,10 @@
 #   hack/sim-cluster.sh [--nodes NVIDIA-H200:8x2,NVIDIA-B200:8x1] [--load-seconds 5] ...
 # The kubeconfig goes to $SIM_KUBECONFIG (default .cache/sim/kubeconfig); then
 #   export KUBECONFIG=.cache/sim/kubeconfig KUBECACHEDIR=.cache/sim/kubecache
-# All arguments go to `python -m nemotron_operator.sim` (see --help).
+# All arguments go to `python -m nemotron_sim` (see --help).
 source "$(dirname "$0")/lib.sh"
 ensure_venv
 cd "$ROOT"
 KUBECONFIG_PATH="${SIM_KUBECONFIG:-$ROOT/.cache/sim/kubeconfig}"
 mkdir -p "$(dirname "$KUBECONFIG_PATH")"
-exec "$PY" -m nemotron_operator.sim --kubeconfig "$KUBECONFIG_PATH" "$@"
+exec "$PY" -m nemotron_sim --kubeconfig "$KUBECONFIG_PATH" "$@"

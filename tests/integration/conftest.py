@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from nemotron_operator.sim.apiserver.resources import ResourceKey
-from nemotron_operator.sim.cluster import BackgroundCluster, SimCluster
+from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.cluster import BackgroundCluster, SimCluster
 
 T = TypeVar("T")
 KUBECTL_TIMEOUT = 60.0
@@ -110,7 +110,7 @@ class SimClusterHandle:
         return self.call(lambda c: c.store.list(key, namespace, label_selector))
 
     def ready_replicas(self, namespace: str, statefulset: str) -> int:
-        from nemotron_operator.sim.controllers.kinds import STATEFULSETS
+        from nemotron_sim.controllers.kinds import STATEFULSETS
 
         sts = self.get(STATEFULSETS, namespace, statefulset) or {}
         return int((sts.get("status") or {}).get("readyReplicas") or 0)

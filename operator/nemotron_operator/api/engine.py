@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 from nemotron_operator.api.base import ApiModel, ResourceName, cel, validations
 
 # Pinned vLLM image. vLLM v0.31.0 is the version whose flags and memory accounting the facts were
-# checked against (shared/reference/model-facts.md §2, §4).
+# checked against (docs/model-facts.md §2, §4).
 DEFAULT_IMAGE = "vllm/vllm-openai:v0.31.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
 

@@ -1,6 +1,6 @@
 """The GPU catalog: products by their GPU Feature Discovery names, with device-reported memory.
 
-Sources (shared/reference/model-facts.md §5): memory is nvidia-smi ``memory.total`` in MiB as
+Sources (docs/model-facts.md §5): memory is nvidia-smi ``memory.total`` in MiB as
 quoted by vendor logs and blog posts [B]; the GFD product name follows the NVIDIA
 k8s-device-plugin rule (NVML name, characters outside ``[A-Za-z0-9-_. ]`` removed, whitespace runs
 → ``-``) [P]; compute capability, FP8/FP4 tensor cores and scale-up fabric from NVIDIA's product

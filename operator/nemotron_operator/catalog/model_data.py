@@ -1,6 +1,6 @@
 """The model catalog: Nemotron hybrid Mamba-2 checkpoints, keyed by their Hugging Face ids.
 
-Every dimension comes from the released config.json as quoted in shared/reference/model-facts.md
+Every dimension comes from the released config.json as quoted in docs/model-facts.md
 (§1.1 Super, §1.2 Super VL, §1.3 siblings; grades [P] primary, [S] several repositories). The
 parameter counts are not typed in: catalog.params counts them from these dimensions, and the tests
 check the totals against NVIDIA's published figures (120.6 B for Super, model-facts.md §1.1).

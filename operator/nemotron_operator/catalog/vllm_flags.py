@@ -4,7 +4,7 @@ user may not pass through ``spec.engine.extraArgs``.
 Pure data plus a small argv parser. Used by the renderer (every rendered flag must be here; every
 extraArgs flag is checked) and by the stand-in vLLM (it refuses what real vLLM would refuse).
 
-Sources. [F] ``shared/reference/model-facts.md`` §4, which checked the flags in the vLLM v0.31.0
+Sources. [F] ``docs/model-facts.md`` §4, which checked the flags in the vLLM v0.31.0
 and v0.33.0 source. [E] vLLM ``vllm/engine/arg_utils.py`` ``EngineArgs`` and
 ``vllm/entrypoints/openai/cli_args.py`` ``FrontendArgs`` (recent source, read for this table; the
 flags below are long-standing ones also present in v0.31). How vLLM spells flags

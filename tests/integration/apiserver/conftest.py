@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.apiserver import ServerThread, SimApiServer, Store, serve_in_thread
+from nemotron_sim.apiserver import ServerThread, SimApiServer, Store, serve_in_thread
 from tests.integration.conftest import run_kubectl
 
 T = TypeVar("T")

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from nemotron_operator.sim.apiserver import ApiError, match_labels
-from nemotron_operator.sim.apiserver.apply import server_side_apply
-from nemotron_operator.sim.apiserver.jsonpath import find
-from nemotron_operator.sim.apiserver.patches import json_patch, strategic_merge_patch
-from nemotron_operator.sim.apiserver.protobuf import MAGIC, decode_object
-from nemotron_operator.sim.apiserver.selectors import parse_field_selector, parse_label_selector
-from nemotron_operator.sim.apiserver.tables import human_duration
+from nemotron_sim.apiserver import ApiError, match_labels
+from nemotron_sim.apiserver.apply import server_side_apply
+from nemotron_sim.apiserver.jsonpath import find
+from nemotron_sim.apiserver.patches import json_patch, strategic_merge_patch
+from nemotron_sim.apiserver.protobuf import MAGIC, decode_object
+from nemotron_sim.apiserver.selectors import parse_field_selector, parse_label_selector
+from nemotron_sim.apiserver.tables import human_duration
 
 
 def labelled(**labels: str) -> dict[str, object]:
@@ -164,8 +164,8 @@ def test_protobuf_config_map_and_refusals() -> None:
 
 
 def test_event_tables_put_the_name_last_like_kube_apiserver() -> None:
-    from nemotron_operator.sim.apiserver.resources import Registry, ResourceKey
-    from nemotron_operator.sim.apiserver.tables import table
+    from nemotron_sim.apiserver.resources import Registry, ResourceKey
+    from nemotron_sim.apiserver.tables import table
 
     info = Registry.builtin().get(ResourceKey("", "v1", "events"))
     assert info is not None

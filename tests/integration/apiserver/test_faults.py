@@ -8,7 +8,7 @@ import json
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.apiserver import Fault, SimApiServer
+from nemotron_sim.apiserver import Fault, SimApiServer
 from tests.integration.apiserver.test_semantics import CM, MERGE, call, configmap
 from tests.integration.apiserver.test_watch import events
 

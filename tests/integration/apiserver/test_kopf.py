@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from nemotron_operator.sim.apiserver import ResourceKey
+from nemotron_sim.apiserver import ResourceKey
 from tests.integration.apiserver.conftest import WIDGET_CRD, ApiHandle, wait_until
 
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")

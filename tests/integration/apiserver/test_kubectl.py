@@ -8,7 +8,7 @@ import threading
 
 import yaml
 
-from nemotron_operator.sim.apiserver import ResourceKey
+from nemotron_sim.apiserver import ResourceKey
 from tests.integration.apiserver.conftest import CRD_FILE, WIDGET_CRD, ApiHandle, wait_until
 from tests.integration.conftest import kubectl_binary
 

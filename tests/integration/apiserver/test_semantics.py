@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from nemotron_operator.sim.apiserver import ResourceKey, SimApiServer
+from nemotron_sim.apiserver import ResourceKey, SimApiServer
 
 CM = "/api/v1/namespaces/default/configmaps"
 STS = "/apis/apps/v1/namespaces/default/statefulsets"

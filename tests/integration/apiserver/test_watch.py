@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.apiserver import SimApiServer
+from nemotron_sim.apiserver import SimApiServer
 from tests.integration.apiserver.test_semantics import CM, MERGE, call, configmap
 
 

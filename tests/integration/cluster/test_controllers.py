@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.apiserver.store import Store
-from nemotron_operator.sim.controllers.kinds import (
+from nemotron_sim.apiserver.store import Store
+from nemotron_sim.controllers.kinds import (
     CLAIMS,
     ENDPOINTS,
     EVENTS,
@@ -19,8 +19,8 @@ from nemotron_operator.sim.controllers.kinds import (
     SERVICES,
     STATEFULSETS,
 )
-from nemotron_operator.sim.controllers.kubelet import KubeletSettings
-from nemotron_operator.sim.controllers.manager import ClusterControllers, ClusterSettings
+from nemotron_sim.controllers.kubelet import KubeletSettings
+from nemotron_sim.controllers.manager import ClusterControllers, ClusterSettings
 from tests.integration.cluster.manifests import service, vllm_statefulset, wait_for
 
 pytestmark = pytest.mark.integration
@@ -232,7 +232,7 @@ async def test_scale_down_removes_the_highest_ordinal_and_frees_gpus(
 
 
 async def test_pod_disruption_budget_status(cluster: ClusterControllers) -> None:
-    from nemotron_operator.sim.controllers.kinds import PDBS
+    from nemotron_sim.controllers.kinds import PDBS
 
     store = cluster.store
     store.create(STATEFULSETS, vllm_statefulset("pdb", replicas=2))

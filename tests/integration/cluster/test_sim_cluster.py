@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nemotron_operator.sim.controllers.kinds import PODS
+from nemotron_sim.controllers.kinds import PODS
 from tests.integration.cluster.manifests import vllm_statefulset
 from tests.integration.conftest import SimClusterHandle, kubectl_binary
 
@@ -117,7 +117,7 @@ def test_the_command_serves_until_sigterm(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "nemotron_operator.sim",
+            "nemotron_sim",
             "--nodes",
             "NVIDIA-B200:8x1",
             "--kubeconfig",
@@ -163,7 +163,7 @@ def test_the_command_refuses_an_unknown_gpu(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "nemotron_operator.sim",
+            "nemotron_sim",
             "--nodes",
             "NVIDIA-X999:8x1",
             "--kubeconfig",

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from nemotron_operator.sim.vllm import StubVllm, Timing
+from nemotron_sim.vllm import StubVllm, Timing
 
 MODEL = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"
 # A second octet per test process keeps parallel runs on this machine off each other's sockets.

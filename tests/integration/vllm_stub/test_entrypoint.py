@@ -1,4 +1,4 @@
-"""`python -m nemotron_operator.sim.vllm serve ...` starts, answers, refuses, stops on SIGTERM."""
+"""`python -m nemotron_sim.vllm serve ...` starts, answers, refuses, stops on SIGTERM."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def module_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "nemotron_operator.sim.vllm", *args]
+    return [sys.executable, "-m", "nemotron_sim.vllm", *args]
 
 
 def free_port(host: str) -> int:

@@ -51,7 +51,7 @@ def test_image_requirements_cover_the_stand_ins_imports(repo_root: Path) -> None
     wanted = {line.strip() for line in lines if line.strip() and not line.startswith("#")}
     # Only what the import adds: site hooks (setuptools' .pth) run before it in any venv.
     probe = (
-        "import json, sys; before = set(sys.modules); import nemotron_operator.sim.vllm; "
+        "import json, sys; before = set(sys.modules); import nemotron_sim.vllm; "
         "print(json.dumps(sorted({name.split('.')[0] for name in set(sys.modules) - before})))"
     )
     result = subprocess.run(
@@ -82,4 +82,4 @@ def test_dockerfile_installs_those_requirements_and_runs_the_module_as_vllm(
     assert "pip install --no-deps ." in dockerfile
     assert 'ENTRYPOINT ["vllm", "serve"]' in dockerfile
     shim = (repo_root / IMAGE_DIR / "vllm").read_text()
-    assert 'exec python -m nemotron_operator.sim.vllm "$@"' in shim
+    assert 'exec python -m nemotron_sim.vllm "$@"' in shim

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.vllm import StubVllm, Timing
+from nemotron_sim.vllm import StubVllm, Timing
 from tests.integration.vllm_stub.conftest import (
     MODEL,
     StartStub,

@@ -8,7 +8,7 @@ import json
 import aiohttp
 import pytest
 
-from nemotron_operator.sim.vllm.text import (
+from nemotron_sim.vllm.text import (
     CHAT_TOKENS_FOR_REPLY_PRIMER,
     CHAT_TOKENS_PER_MESSAGE,
     TOKENS_PER_IMAGE,

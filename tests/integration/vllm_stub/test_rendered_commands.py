@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from nemotron_operator.cli import main as cli_main
-from nemotron_operator.sim.vllm import parse_serve_argv
+from nemotron_sim.vllm import parse_serve_argv
 
 pytestmark = pytest.mark.integration
 

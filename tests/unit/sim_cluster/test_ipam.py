@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemotron_operator.sim.controllers.ipam import POD_OCTETS, LoopbackPool, PoolExhaustedError
+from nemotron_sim.controllers.ipam import POD_OCTETS, LoopbackPool, PoolExhaustedError
 
 
 def test_addresses_are_loopback_unique_and_reused_after_release() -> None:

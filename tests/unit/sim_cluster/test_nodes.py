@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from nemotron_operator.sim.controllers.nodes import (
+from nemotron_sim.controllers.nodes import (
     GpuFacts,
     NodeGroup,
     NodeSpecError,

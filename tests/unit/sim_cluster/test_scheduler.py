@@ -4,8 +4,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
-from nemotron_operator.sim.controllers.nodes import GpuFacts, NodeGroup, build_node
-from nemotron_operator.sim.controllers.scheduler import (
+from nemotron_sim.controllers.nodes import GpuFacts, NodeGroup, build_node
+from nemotron_sim.controllers.scheduler import (
     add_usage,
     filter_node,
     node_usage,

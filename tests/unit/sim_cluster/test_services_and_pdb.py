@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.sim.controllers.kubelet import is_vllm_serve, resolve_port
-from nemotron_operator.sim.controllers.pdb import pdb_status
-from nemotron_operator.sim.controllers.service_controller import build_endpoints
+from nemotron_sim.controllers.kubelet import is_vllm_serve, resolve_port
+from nemotron_sim.controllers.pdb import pdb_status
+from nemotron_sim.controllers.service_controller import build_endpoints
 
 
 def pod(name: str, ip: str, ready: bool) -> dict[str, Any]:

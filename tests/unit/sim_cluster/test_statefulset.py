@@ -3,7 +3,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nemotron_operator.sim.controllers.statefulset import (
+from nemotron_sim.controllers.statefulset import (
     REVISION_LABEL,
     build_pod,
     reconcile,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from nemotron_operator.sim.vllm import StubVllmArgumentError, parse_serve_argv
-from nemotron_operator.sim.vllm.args import DEFAULT_MAX_MODEL_LEN
+from nemotron_sim.vllm import StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.vllm.args import DEFAULT_MAX_MODEL_LEN
 
 MODEL = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from nemotron_operator.sim.vllm.metrics import VllmMetrics, one_two_five_buckets
+from nemotron_sim.vllm.metrics import VllmMetrics, one_two_five_buckets
 
 # Name as scraped -> Prometheus type, from vLLM's v1/metrics/loggers.py and spec_decode/metrics.py.
 VLLM_SERIES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemotron_operator.sim.vllm.text import count_tokens, plan_output
+from nemotron_sim.vllm.text import count_tokens, plan_output
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,139 @@
+"""Label and field selectors, in the query-string syntax and as ``LabelSelector`` objects."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nemotron_sim.apiserver.errors import bad_request
+
+Predicate = Callable[[Mapping[str, Any]], bool]
+
+_SET_RE = re.compile(r"^\s*([^\s!=<>]+)\s+(in|notin)\s*\((.*)\)\s*$")
+_OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|!=|=|<|>)\s*([^\s]*)\s*$")
+_EXISTS_RE = re.compile(r"^\s*(!?)\s*([^\s!=<>()]+)\s*$")
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Split on commas that are not inside ``( )`` of a set requirement."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    parts.append(current)
+    return [p for p in parts if p.strip()]
+
+
+def _requirement(text: str) -> Callable[[Mapping[str, str]], bool]:
+    if match := _SET_RE.match(text):
+        key, op = match.group(1), match.group(2)
+        values = {v.strip() for v in match.group(3).split(",") if v.strip()}
+        if op == "in":
+            return lambda labels: key in labels and labels[key] in values
+        return lambda labels: key not in labels or labels[key] not in values
+    if match := _OP_RE.match(text):
+        key, op, value = match.groups()
+        if op in ("=", "=="):
+            return lambda labels: labels.get(key) == value
+        if op == "!=":
+            return lambda labels: labels.get(key) != value
+        return _compare(key, op, value, text)
+    if match := _EXISTS_RE.match(text):
+        negate, key = match.group(1) == "!", match.group(2)
+        return lambda labels: (key in labels) != negate
+    raise bad_request(f"unable to parse requirement: {text!r}")
+
+
+def _compare(key: str, op: str, value: str, text: str) -> Callable[[Mapping[str, str]], bool]:
+    try:
+        bound = int(value)
+    except ValueError:
+        raise bad_request(f"invalid label selector: {text!r}: {op} needs an integer") from None
+
+    def compare(labels: Mapping[str, str]) -> bool:
+        try:
+            actual = int(labels[key])
+        except (KeyError, ValueError):
+            return False
+        return actual < bound if op == "<" else actual > bound
+
+    return compare
+
+
+def parse_label_selector(text: str | None) -> Predicate | None:
+    """``tier=big,env in (a,b),!legacy`` → a predicate over an object; ``None`` if empty."""
+    if not text or not text.strip():
+        return None
+    requirements = [_requirement(part) for part in _split_requirements(text)]
+
+    def matches(obj: Mapping[str, Any]) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return all(req(labels) for req in requirements)
+
+    return matches
+
+
+def parse_field_selector(text: str | None) -> Predicate | None:
+    """``metadata.name=x,spec.nodeName!=`` → a predicate. Any dotted path is accepted (a real
+    server allows only a few fields per type); values compare as strings."""
+    if not text or not text.strip():
+        return None
+    terms: list[tuple[list[str], bool, str]] = []
+    for part in text.split(","):
+        match = re.match(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*(.*?)\s*$", part)
+        if match is None:
+            raise bad_request(f"invalid field selector: {part!r}")
+        path, op, value = match.groups()
+        terms.append((path.split("."), op == "!=", value))
+
+    def matches(obj: Mapping[str, Any]) -> bool:
+        return all((_field_text(obj, path) == value) != negate for path, negate, value in terms)
+
+    return matches
+
+
+def _field_text(obj: Mapping[str, Any], path: list[str]) -> str:
+    node: Any = obj
+    for part in path:
+        if not isinstance(node, Mapping):
+            return ""
+        node = node.get(part)
+    if node is None:
+        return ""
+    if isinstance(node, bool):
+        return "true" if node else "false"
+    return str(node)
+
+
+def selector_to_string(selector: Mapping[str, Any] | None) -> str:
+    """A ``LabelSelector`` object (matchLabels/matchExpressions) in query-string syntax."""
+    if not selector:
+        return ""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if op == "In":
+            parts.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            parts.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            parts.append(key)
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+        else:
+            raise bad_request(f"unknown label selector operator {op!r}")
+    return ",".join(parts)
+
+
+def match_labels(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Does a ``LabelSelector`` object select these labels? An empty selector selects all."""
+    predicate = parse_label_selector(selector_to_string(selector))
+    return predicate is None or predicate({"metadata": {"labels": dict(labels)}})

@@ -1,0 +1,16 @@
+"""The resources the simulated controllers read and write."""
+
+from __future__ import annotations
+
+from nemotron_sim.apiserver.resources import ResourceKey
+
+NODES = ResourceKey("", "v1", "nodes")
+PODS = ResourceKey("", "v1", "pods")
+SERVICES = ResourceKey("", "v1", "services")
+ENDPOINTS = ResourceKey("", "v1", "endpoints")
+EVENTS = ResourceKey("", "v1", "events")
+CLAIMS = ResourceKey("", "v1", "persistentvolumeclaims")
+STATEFULSETS = ResourceKey("apps", "v1", "statefulsets")
+PDBS = ResourceKey("policy", "v1", "poddisruptionbudgets")
+
+WATCHED = (NODES, PODS, SERVICES, CLAIMS, STATEFULSETS, PDBS)

@@ -1,0 +1,105 @@
+"""`python -m nemotron_sim.vllm serve MODEL [vllm flags...] [--sim-... S]`.
+
+The container image installs this as `vllm`, so the operator's rendered `vllm serve ...` command
+runs unchanged. Stand-in-only options (never passed to the flag table):
+  --sim-load-seconds S   /health answers 503 for S seconds after start (default 0)
+  --sim-step-seconds S   simulated time of one decode step (default: engine.Timing)
+The same can be set through NEMOTRON_SIM_VLLM_LOAD_SECONDS / NEMOTRON_SIM_VLLM_STEP_SECONDS, for
+images whose command line the operator owns. Exit status 2 on a refused command line, as
+argparse exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from nemotron_sim.vllm.args import StubVllmArgumentError
+from nemotron_sim.vllm.engine import Timing
+from nemotron_sim.vllm.server import SIMULATION_NOTE, VLLM_VERSION, StubVllm
+
+_SIM_OPTIONS = {
+    "--sim-load-seconds": "NEMOTRON_SIM_VLLM_LOAD_SECONDS",
+    "--sim-step-seconds": "NEMOTRON_SIM_VLLM_STEP_SECONDS",
+}
+# vLLM listens on every interface by default; in a pod that is what the Service needs.
+_ALL_INTERFACES = "0.0.0.0"  # noqa: S104
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] in (["--version"], ["-v"]):
+        print(f"{VLLM_VERSION} ({SIMULATION_NOTE})")  # noqa: T201 - the CLI's answer
+        return 0
+    try:
+        vllm_args, sim = _split_sim_options(args)
+        stub = StubVllm(
+            ["vllm", *vllm_args],
+            load_seconds=sim.get("--sim-load-seconds", 0.0),
+            timing=Timing(step_seconds=sim["--sim-step-seconds"])
+            if "--sim-step-seconds" in sim
+            else None,
+        )
+    except StubVllmArgumentError as error:
+        print(error, file=sys.stderr)  # noqa: T201 - argparse prints its errors the same way
+        return 2
+    asyncio.run(_serve(stub))
+    return 0
+
+
+def _split_sim_options(args: Sequence[str]) -> tuple[list[str], dict[str, float]]:
+    values = {
+        option: _seconds(option, os.environ[env])
+        for option, env in _SIM_OPTIONS.items()
+        if os.environ.get(env)
+    }
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        option, _, inline = args[index].partition("=")
+        if option not in _SIM_OPTIONS:
+            rest.append(args[index])
+        elif inline:
+            values[option] = _seconds(option, inline)
+        elif index + 1 < len(args):
+            index += 1
+            values[option] = _seconds(option, args[index])
+        else:
+            raise StubVllmArgumentError(f"argument {option}: expected one argument")
+        index += 1
+    return rest, values
+
+
+def _seconds(option: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise StubVllmArgumentError(f"argument {option}: invalid float value: {text!r}") from None
+    if value < 0:
+        raise StubVllmArgumentError(f"argument {option}: must not be negative, got {text}")
+    return value
+
+
+async def _serve(stub: StubVllm) -> None:
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    config = stub.config
+    await stub.start(config.host or _ALL_INTERFACES, config.port)
+    if stub.is_worker:
+        where = f"worker rank {config.node_rank} of {config.nnodes}: no API server (headless)"
+    else:
+        where = f"serving {stub.served_model_name!r} on {stub.url}"
+    print(f"stand-in vLLM {VLLM_VERSION} (simulated) {where}", file=sys.stderr, flush=True)  # noqa: T201
+    try:
+        await stopping.wait()
+    finally:
+        await stub.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

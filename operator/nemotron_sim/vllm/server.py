@@ -1,0 +1,332 @@
+"""`StubVllm`: one simulated vLLM OpenAI server, in-process, on aiohttp.
+
+Light by design, because a benchmark runs hundreds in one process: no threads, one aiohttp
+runner and one Prometheus registry per instance. Worker ranks (`--headless`, `--node-rank` > 0)
+open no socket at all, like vLLM's headless executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from nemotron_sim.vllm.args import ServeConfig, parse_serve_argv
+from nemotron_sim.vllm.engine import Delta, Engine, GenerationRequest, Timing
+from nemotron_sim.vllm.metrics import VllmMetrics
+from nemotron_sim.vllm.protocol import (
+    ApiError,
+    ParsedRequest,
+    model_list,
+    new_id,
+    now,
+    parse_chat,
+    parse_completion,
+    usage,
+)
+from nemotron_sim.vllm.text import plan_output
+
+VLLM_VERSION = "0.31.0"
+SIMULATION_HEADER = "X-Simulated"
+SIMULATION_NOTE = f"nemotron-operator stand-in for vLLM {VLLM_VERSION}: no GPU, no model"
+# The stand-in has no GPU memory to divide; its KV pool holds this many full-length sequences.
+KV_POOL_SEQUENCES = 4
+_SHUTDOWN_SECONDS = 0.5  # in-flight requests get this long when the stand-in is stopped
+_MAX_BODY_BYTES = 64 * 2**20  # room for inline base64 images
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class StubVllm:
+    """A stand-in for `vllm serve` built from the same argv the operator renders."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        load_seconds: float = 0.0,
+        timing: Timing | None = None,
+        kv_capacity_tokens: int | None = None,
+    ) -> None:
+        self.config: ServeConfig = parse_serve_argv(argv)
+        self.served_model_name: str = self.config.served_model_name
+        self.load_seconds = load_seconds
+        self.metrics = VllmMetrics(
+            self.served_model_name,
+            max_model_len=self.config.max_model_len,
+            spec_tokens=self.config.num_speculative_tokens,
+        )
+        self._engine = Engine(
+            self.metrics,
+            max_num_seqs=self.config.max_num_seqs,
+            kv_capacity_tokens=kv_capacity_tokens or KV_POOL_SEQUENCES * self.config.max_model_len,
+            num_speculative_tokens=self.config.num_speculative_tokens,
+            timing=timing or Timing(),
+        )
+        self._runner: web.AppRunner | None = None
+        self._started_at: float | None = None
+        self._created = now()
+        self.host: str | None = None
+        self.port: int | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        """A multi-node worker rank: it runs no API server."""
+        return self.config.is_worker
+
+    @property
+    def running(self) -> bool:
+        return self._started_at is not None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the simulated model load has finished (then /health answers 200)."""
+        if self._started_at is None:
+            return False
+        elapsed = asyncio.get_running_loop().time() - self._started_at
+        return elapsed >= self.load_seconds
+
+    @property
+    def url(self) -> str:
+        if self.host is None or self.port is None:
+            raise RuntimeError("the stand-in vLLM is not serving (not started, or a worker rank)")
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self, host: str, port: int = 8000) -> None:
+        """Bind and serve at once, as vLLM binds before loading; loading starts now."""
+        if self._started_at is not None:
+            raise RuntimeError("the stand-in vLLM is already started")
+        if not self.is_worker:
+            runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
+            await runner.setup()
+            try:
+                await web.TCPSite(runner, host, port, reuse_address=True).start()
+            except BaseException:
+                await runner.cleanup()
+                raise
+            self._runner = runner
+            self.host, self.port = host, _bound_port(runner, port)
+        self._started_at = asyncio.get_running_loop().time()
+
+    async def stop(self) -> None:
+        """Close the socket and end in-flight requests; safe to call twice."""
+        runner, self._runner = self._runner, None
+        self._started_at = None
+        if runner is not None:
+            await runner.cleanup()
+
+    def _app(self) -> web.Application:
+        app = web.Application(middlewares=[_json_errors], client_max_size=_MAX_BODY_BYTES)
+        app.on_response_prepare.append(_label_simulated)
+        app.router.add_get("/health", self._health)
+        app.router.add_route("*", "/ping", self._health)
+        app.router.add_get("/version", self._version)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/load", self._load)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
+        return app
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.Response(status=200 if self.loaded else 503)
+
+    async def _version(self, _: web.Request) -> web.Response:
+        return web.json_response(
+            {"version": VLLM_VERSION, "simulated": True, "simulator": SIMULATION_NOTE}
+        )
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        response = web.Response(body=self.metrics.exposition())
+        response.headers["Content-Type"] = self.metrics.content_type
+        return response
+
+    async def _load(self, _: web.Request) -> web.Response:
+        return web.json_response({"server_load": self._engine.running + self._engine.waiting})
+
+    async def _models(self, _: web.Request) -> web.Response:
+        self._require_loaded()
+        return web.json_response(model_list(self.config, self._created))
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        self._require_loaded()
+        parsed = parse_chat(await _json_body(request), self.config)
+        return await self._generate(request, parsed, chat=True)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        self._require_loaded()
+        parsed = parse_completion(await _json_body(request), self.config)
+        return await self._generate(request, parsed, chat=False)
+
+    def _require_loaded(self) -> None:
+        if not self.loaded:
+            raise ApiError(503, "The model is still loading (simulated load time).")
+
+    async def _generate(
+        self, request: web.Request, parsed: ParsedRequest, *, chat: bool
+    ) -> web.StreamResponse:
+        outputs = [
+            plan_output(
+                f"{self.served_model_name}\x00{prompt}",
+                index=index,
+                max_tokens=parsed.max_tokens,
+                with_reasoning=parsed.with_reasoning,
+                ignore_eos=parsed.ignore_eos,
+            )
+            for prompt in parsed.prompts
+            for index in range(parsed.n)
+        ]
+        generation = GenerationRequest(
+            prompt_tokens=parsed.prompt_tokens,
+            outputs=outputs,
+            max_tokens=parsed.max_tokens,
+            seed="\x00".join(parsed.prompts),
+        )
+        shape = _ResponseShape(chat, self.served_model_name, parsed)
+        if parsed.stream:
+            return await self._stream(request, generation, shape)
+        texts: dict[int, list[str]] = {i: ["", ""] for i in range(len(outputs))}
+        async with self._engine.run(generation) as steps:
+            async for deltas in steps:
+                for delta in deltas:
+                    texts[delta.index][0] += delta.reasoning
+                    texts[delta.index][1] += delta.content
+        return web.json_response(shape.full(outputs, texts))
+
+    async def _stream(
+        self, request: web.Request, generation: GenerationRequest, shape: _ResponseShape
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        completion_tokens = 0
+        try:
+            for index in range(len(generation.outputs)):
+                if shape.chat:
+                    await _send(response, shape.role_chunk(index, completion_tokens))
+            async with self._engine.run(generation) as steps:
+                async for deltas in steps:
+                    for delta in deltas:
+                        completion_tokens += delta.tokens
+                        await _send(response, shape.delta_chunk(delta, completion_tokens))
+            if shape.parsed.include_usage:
+                await _send(response, shape.usage_chunk(completion_tokens))
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client went away; the engine context has counted the abort
+        return response
+
+
+class _ResponseShape:
+    """Builds vLLM's chat and text completion bodies and stream chunks for one request."""
+
+    def __init__(self, chat: bool, model: str, parsed: ParsedRequest) -> None:
+        self.chat = chat
+        self.parsed = parsed
+        self._model = model
+        self._id = new_id("chatcmpl" if chat else "cmpl")
+        self._created = now()
+
+    def _envelope(self, object_name: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": self._id,
+            "object": object_name,
+            "created": self._created,
+            "model": self._model,
+            "choices": choices,
+        }
+
+    def full(self, outputs: Sequence[Any], texts: dict[int, list[str]]) -> dict[str, Any]:
+        choices = []
+        for index, planned in enumerate(outputs):
+            reasoning, content = texts[index]
+            choice: dict[str, Any] = {"index": index}
+            if self.chat:
+                # vLLM's ChatMessage serialises every field, null or not.
+                choice["message"] = {
+                    "role": "assistant",
+                    "content": content if content or not reasoning else None,
+                    "refusal": None,
+                    "annotations": None,
+                    "audio": None,
+                    "function_call": None,
+                    "tool_calls": [],
+                    "reasoning": reasoning or None,
+                }
+            else:
+                choice["text"] = content
+            choice.update(logprobs=None, finish_reason=planned.finish_reason, stop_reason=None)
+            choices.append(choice)
+        generated = sum(planned.num_tokens for planned in outputs)
+        body = self._envelope("chat.completion" if self.chat else "text_completion", choices)
+        body["usage"] = usage(self.parsed.prompt_tokens, generated)
+        return body
+
+    def role_chunk(self, index: int, completion_tokens: int) -> dict[str, Any]:
+        choice = {"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                  "finish_reason": None}  # fmt: skip
+        return self._chunk(choice, completion_tokens)
+
+    def delta_chunk(self, delta: Delta, completion_tokens: int) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": delta.index}
+        if self.chat:
+            fields = {"reasoning": delta.reasoning, "content": delta.content}
+            choice["delta"] = {key: text for key, text in fields.items() if text}
+        else:
+            choice["text"] = delta.content
+        choice.update(logprobs=None, finish_reason=delta.finish_reason, stop_reason=None)
+        return self._chunk(choice, completion_tokens)
+
+    def usage_chunk(self, completion_tokens: int) -> dict[str, Any]:
+        body = self._envelope(self._chunk_object, [])
+        body["usage"] = usage(self.parsed.prompt_tokens, completion_tokens)
+        return body
+
+    @property
+    def _chunk_object(self) -> str:
+        return "chat.completion.chunk" if self.chat else "text_completion"
+
+    def _chunk(self, choice: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
+        body = self._envelope(self._chunk_object, [choice])
+        if self.parsed.include_usage and self.parsed.continuous_usage:
+            body["usage"] = usage(self.parsed.prompt_tokens, completion_tokens)
+        return body
+
+
+async def _send(response: web.StreamResponse, chunk: dict[str, Any]) -> None:
+    await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+
+async def _json_body(request: web.Request) -> Any:
+    try:
+        return await request.json()
+    except ValueError as error:
+        raise ApiError(400, f"The request body is not valid JSON: {error}") from None
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """vLLM's error envelope for API errors; FastAPI's `{"detail": ...}` for unknown routes."""
+    try:
+        return await handler(request)
+    except ApiError as error:
+        return web.json_response(error.body, status=error.status)
+    except web.HTTPException as error:
+        if error.status < 400:
+            raise
+        return web.json_response({"detail": error.reason}, status=error.status)
+
+
+async def _label_simulated(_: web.Request, response: web.StreamResponse) -> None:
+    response.headers[SIMULATION_HEADER] = SIMULATION_NOTE
+
+
+def _bound_port(runner: web.AppRunner, requested: int) -> int:
+    """The port actually bound (differs from the request when it was 0)."""
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return requested

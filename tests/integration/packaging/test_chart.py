@@ -1,0 +1,342 @@
+"""The Helm chart: lint-clean, valid Kubernetes objects in every mode, restricted pod security,
+least-privilege RBAC, a strict values schema, and versioned with the operator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import kubernetes_validate
+import pytest
+import yaml
+
+import nemotron_operator
+from nemotron_operator.crd import CRD_FILE_NAME
+from tests.helm import CHART, run_helm
+from tests.integration.packaging.conftest import NAMESPACE, RELEASE, VARIANTS, Render, of_kind
+from tests.unit.render.schemas import KUBERNETES_VERSIONS
+
+FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
+
+# The ServiceMonitor is a Prometheus Operator CRD kind, which kubernetes-validate has no schema
+# for: this closed subset of monitoring.coreos.com/v1 ServiceMonitor covers what the chart writes.
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+SERVICE_MONITOR_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": "monitoring.coreos.com/v1"},
+        "kind": {"const": "ServiceMonitor"},
+        "metadata": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string"},
+                "namespace": {"type": "string"},
+                "labels": _STRING_MAP,
+            },
+        },
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["selector", "endpoints"],
+            "properties": {
+                "selector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchLabels": _STRING_MAP},
+                },
+                "namespaceSelector": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"matchNames": {"type": "array", "items": {"type": "string"}}},
+                },
+                "endpoints": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "port": {"type": "string"},
+                            "path": {"type": "string"},
+                            "interval": {"type": "string", "pattern": "^([0-9]+(ms|s|m|h))+$"},
+                            "scrapeTimeout": {
+                                "type": "string",
+                                "pattern": "^([0-9]+(ms|s|m|h))+$",
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def chart_metadata() -> dict[str, Any]:
+    meta: dict[str, Any] = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    return meta
+
+
+def the_deployment(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (deployment,) = of_kind(objects, "Deployment")
+    return deployment
+
+
+def the_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (container,) = the_deployment(objects)["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def env_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in the_container(objects)["env"]}
+
+
+def rules_of(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """(role kind/name in namespace, api group, resource, verb) for every granted permission."""
+    granted = []
+    for role in of_kind(objects, "Role") + of_kind(objects, "ClusterRole"):
+        where = f"{role['kind']}/{role['metadata']['name']}@{role['metadata'].get('namespace', '')}"
+        for rule in role["rules"]:
+            assert set(rule) <= {"apiGroups", "resources", "verbs"}, rule  # no resourceNames yet
+            granted += [
+                (where, group, resource, verb)
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+                for verb in rule["verbs"]
+            ]
+    return granted
+
+
+def test_chart_is_versioned_with_the_operator() -> None:
+    meta = chart_metadata()
+    assert meta["apiVersion"] == "v2"
+    assert meta["version"] == nemotron_operator.__version__, "bump Chart.yaml's version"
+    assert meta["appVersion"] == nemotron_operator.__version__, "bump Chart.yaml's appVersion"
+
+
+def test_chart_ships_the_generated_crd(repo_root: Path) -> None:
+    ours = (CHART / "crds" / CRD_FILE_NAME).read_text()
+    assert ours == (repo_root / "crds" / CRD_FILE_NAME).read_text()
+    assert sorted(p.name for p in (CHART / "crds").iterdir()) == [CRD_FILE_NAME]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_helm_lint_strict_is_clean(helm_environment: dict[str, str], variant: str) -> None:
+    result = run_helm(helm_environment, "lint", "--strict", str(CHART), *VARIANTS[variant])
+    assert "0 chart(s) failed" in result.stdout
+    assert "[WARNING]" not in result.stdout, result.stdout
+    assert "[ERROR]" not in result.stdout, result.stdout
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_rendered_object_is_valid_kubernetes(render: Render, variant: str) -> None:
+    objects = render(variant)
+    kinds = {obj["kind"] for obj in objects}
+    assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "Service"} <= kinds
+    for obj in objects:
+        if obj["kind"] == "CustomResourceDefinition" and variant != "default":
+            continue  # crds/ does not depend on values: checked once
+        if obj["kind"] == "ServiceMonitor":
+            jsonschema.validate(obj, SERVICE_MONITOR_SCHEMA)
+            continue
+        for version in KUBERNETES_VERSIONS:
+            kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_the_validators_catch_a_broken_object(render: Render) -> None:
+    deployment = the_deployment(render("default"))
+    deployment["spec"]["template"]["spec"]["containers"][0]["portz"] = []
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, KUBERNETES_VERSIONS[-1], strict=True)
+    (monitor,) = of_kind(render("service-monitor-and-digest"), "ServiceMonitor")
+    monitor["spec"]["podMetricsEndpoints"] = []
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(monitor, SERVICE_MONITOR_SCHEMA)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_operator_pod_meets_pod_security_restricted(render: Render, variant: str) -> None:
+    deployment = the_deployment(render(variant))
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not {"hostNetwork", "hostPID", "hostIPC"} & set(pod)
+    assert all("hostPath" not in volume for volume in pod.get("volumes", []))
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security.get("privileged", False) is False
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert "readinessProbe" in container
+    assert container["resources"]["requests"]
+    assert container["resources"]["limits"]
+
+
+def test_operator_container_runs_the_image_with_settings_from_values(render: Render) -> None:
+    container = the_container(render("default"))
+    version = chart_metadata()["appVersion"]
+    assert container["image"] == f"ghcr.io/nemotron-operator/nemotron-operator:{version}"
+    assert container["args"] == ["run"]
+    env = env_of(render("default"))
+    # The pod's own IP: in the simulated cluster several pods share one machine.
+    assert env["NEMOTRON_OPERATOR_BIND_ADDRESS"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert env["NEMOTRON_OPERATOR_NAMESPACES"] == ""  # every namespace
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert env["NEMOTRON_OPERATOR_LIVENESS_PORT"] == str(ports["health"])
+    assert env["NEMOTRON_OPERATOR_METRICS_PORT"] == str(ports["metrics"])
+    assert "NEMOTRON_OPERATOR_DEFAULT_VLLM_IMAGE" not in env
+    other = env_of(render("karpenter-and-podmonitors"))
+    assert other["NEMOTRON_OPERATOR_NAMESPACES"] == "ai"
+    assert other["NEMOTRON_OPERATOR_DEFAULT_VLLM_IMAGE"] == "vllm/vllm-openai:v0.31.0"
+
+
+def test_image_digest_overrides_the_tag(render: Render) -> None:
+    container = the_container(render("service-monitor-and-digest"))
+    assert container["image"] == "ghcr.io/nemotron-operator/nemotron-operator@sha256:" + "ab" * 32
+
+
+def test_standard_labels_on_every_templated_object(render: Render) -> None:
+    version = chart_metadata()["version"]
+    for obj in render("service-monitor-and-digest") + render("per-namespace"):
+        if obj["kind"] == "CustomResourceDefinition":
+            continue  # crds/ is installed verbatim, not templated
+        labels = obj["metadata"]["labels"]
+        assert labels["helm.sh/chart"] == f"nemotron-operator-{version}", obj["kind"]
+        assert labels["app.kubernetes.io/name"] == "nemotron-operator"
+        assert labels["app.kubernetes.io/instance"] == RELEASE
+        assert labels["app.kubernetes.io/managed-by"] == "Helm"
+        assert labels["app.kubernetes.io/version"] == chart_metadata()["appVersion"]
+
+
+def test_metrics_service_selects_the_operator_pod(render: Render) -> None:
+    objects = render("service-monitor-and-digest")
+    (service,) = of_kind(objects, "Service")
+    pod_labels = the_deployment(objects)["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    (monitor,) = of_kind(objects, "ServiceMonitor")
+    service_labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service_labels.items()
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert not of_kind(render("default"), "ServiceMonitor")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rbac_has_no_wildcards_secrets_or_escalation(render: Render, variant: str) -> None:
+    granted = rules_of(render(variant))
+    assert granted
+    for where, group, resource, verb in granted:
+        assert "*" not in (group, resource), (where, group, resource, verb)
+        assert verb not in FORBIDDEN_VERBS, (where, group, resource, verb)
+        assert resource not in {"secrets", "serviceaccounts/token"}, (where, resource, verb)
+        if resource == "pods":
+            assert verb in {"get", "list", "watch"}, (where, verb)
+
+
+def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
+    objects = render("default")
+    assert not of_kind(objects, "Role")
+    (role,) = of_kind(objects, "ClusterRole")
+    (binding,) = of_kind(objects, "ClusterRoleBinding")
+    (account,) = of_kind(objects, "ServiceAccount")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+    ]
+    pod = the_deployment(objects)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+    resources = {(group, resource) for _, group, resource, _ in rules_of(objects)}
+    assert ("karpenter.sh", "nodepools") not in resources
+    assert ("monitoring.coreos.com", "podmonitors") not in resources
+
+
+def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
+    render: Render,
+) -> None:
+    objects = render("per-namespace")
+    roles = of_kind(objects, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["ai", "research"]
+    bindings = of_kind(objects, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["ai", "research"]
+    for binding in bindings:
+        assert binding["roleRef"]["kind"] == "Role"
+        assert binding["subjects"][0]["namespace"] == NAMESPACE
+    (cluster_role,) = of_kind(objects, "ClusterRole")
+    cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
+    assert cluster_wide == {("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch")}
+    (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
+    assert cluster_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": cluster_role["metadata"]["name"],
+    }
+    assert env_of(objects)["NEMOTRON_OPERATOR_NAMESPACES"] == "ai,research"
+
+
+def test_optional_grants_follow_their_switches(render: Render) -> None:
+    objects = render("karpenter-and-podmonitors")
+    (cluster_role,) = of_kind(objects, "ClusterRole")
+    cluster_wide = {(g, r) for _, g, r, _ in rules_of([cluster_role])}
+    assert ("karpenter.sh", "nodepools") in cluster_wide  # cluster-scoped: ClusterRole
+    (role,) = of_kind(objects, "Role")
+    namespaced = {(g, r) for _, g, r, _ in rules_of([role])}
+    assert ("monitoring.coreos.com", "podmonitors") in namespaced
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        (["--set", "replicaCount=2"], "replicaCount"),
+        (["--set", "image.tga=v1"], "tga"),
+        (["--set", "image.digest=latest"], "/image/digest"),
+        (["--set", "operator.logLevel=verbose"], "/operator/logLevel"),
+        (["--set", "ports.metrics=http"], "/ports/metrics"),
+        (["--set", "watchNamespaces={Not_A_Namespace}"], "/watchNamespaces/0"),
+        (["--set", "metrics.serviceMonitor.interval=30 seconds"], "interval"),
+        (
+            [
+                "--set",
+                "metrics.serviceMonitor.enabled=true",
+                "--set",
+                "metrics.service.enabled=false",
+            ],
+            "metrics.serviceMonitor.enabled needs metrics.service.enabled",
+        ),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(
+    helm_environment: dict[str, str], values: list[str], says: str
+) -> None:
+    result = run_helm(helm_environment, "template", RELEASE, str(CHART), *values, check=False)
+    assert result.returncode != 0, result.stdout[:400]
+    assert says in result.stderr, result.stderr
+
+
+def test_values_schema_is_closed_everywhere() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+
+    def walk(node: dict[str, Any], path: str) -> None:
+        if node.get("type") == "object" and "properties" in node:
+            assert node.get("additionalProperties") is False, f"{path or '/'} is open"
+            for key, child in node["properties"].items():
+                walk(child, f"{path}/{key}")
+        items = node.get("items")
+        if isinstance(items, dict):
+            walk(items, f"{path}[]")
+
+    walk(schema, "")
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    jsonschema.validate(values, schema)

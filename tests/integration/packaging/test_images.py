@@ -1,0 +1,148 @@
+"""What can be checked of the two images without a Docker engine: pinned bases, a numeric non-root
+user, the entrypoints, what is copied in, and that the operator's wheel holds no simulator code."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+OPERATOR = Path("hack/images/operator")
+VLLM_STUB = Path("hack/images/vllm-stub")
+# An exact tag names a full version (python:3.11.14-slim-bookworm), or a digest pins the image.
+EXACT_TAG = re.compile(
+    r"^[\w./-]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[0-9a-f]{64})?$|@sha256:[0-9a-f]{64}$"
+)
+
+
+def instructions(dockerfile: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) per instruction, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", dockerfile.read_text())
+    found = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            word, _, rest = stripped.partition(" ")
+            found.append((word.upper(), rest.strip()))
+    return found
+
+
+def base_images(steps: list[tuple[str, str]]) -> list[str]:
+    """Each stage's base with ARG defaults substituted (stages named by AS are resolved)."""
+    defaults = {}
+    for word, rest in steps:
+        if word == "ARG" and "=" in rest:
+            name, _, value = rest.partition("=")
+            defaults[name] = value
+    stages: dict[str, str] = {}
+    bases = []
+    for word, rest in steps:
+        if word != "FROM":
+            continue
+        image, _, alias = re.sub(r"--platform=\S+\s+", "", rest).partition(" AS ")
+        image = re.sub(r"\$\{?(\w+)\}?", lambda m: defaults.get(m.group(1), m.group(0)), image)
+        image = stages.get(image, image)
+        stages[alias.strip()] = image
+        bases.append(image)
+    return bases
+
+
+@pytest.mark.parametrize("image_dir", [OPERATOR, VLLM_STUB])
+def test_base_images_are_pinned(repo_root: Path, image_dir: Path) -> None:
+    steps = instructions(repo_root / image_dir / "Dockerfile")
+    bases = base_images(steps)
+    assert bases
+    for base in bases:
+        assert EXACT_TAG.search(base), f"{image_dir}: pin {base} by exact version tag or digest"
+
+
+@pytest.mark.parametrize("image_dir", [OPERATOR, VLLM_STUB])
+def test_images_run_as_a_numeric_non_root_user(repo_root: Path, image_dir: Path) -> None:
+    steps = instructions(repo_root / image_dir / "Dockerfile")
+    last_stage = steps[max(i for i, (word, _) in enumerate(steps) if word == "FROM") :]
+    users = [rest for word, rest in last_stage if word == "USER"]
+    assert users, f"{image_dir}: the final stage sets no USER (it would run as root)"
+    user, _, group = users[-1].partition(":")
+    # Numeric, so kubelet's runAsNonRoot check can verify it without reading /etc/passwd.
+    assert user.isdigit()
+    assert int(user) != 0
+    assert not group or group.isdigit()
+    assert not group or int(group) != 0
+
+
+def test_operator_image_entrypoint_is_nemotron_operator_run(repo_root: Path) -> None:
+    steps = dict(instructions(repo_root / OPERATOR / "Dockerfile"))
+    assert json.loads(steps["ENTRYPOINT"]) == ["nemotron-operator"]
+    assert json.loads(steps["CMD"]) == ["run"]  # the chart passes args: [run, ...]
+
+
+def test_operator_image_copies_the_operator_package_only(repo_root: Path) -> None:
+    steps = instructions(repo_root / OPERATOR / "Dockerfile")
+    copied = [
+        source
+        for word, rest in steps
+        if word == "COPY" and "--from=" not in rest
+        for source in [a for a in rest.split() if not a.startswith("--")][:-1]
+    ]
+    assert sorted(copied) == sorted(
+        ["pyproject.toml", "README.md", "constraints.txt", "operator/nemotron_operator/"]
+    )
+    text = (repo_root / OPERATOR / "Dockerfile").read_text()
+    assert "--constraint constraints.txt" in text  # the pinned dependency set
+    assert "--no-index" in text  # the final stage installs only the wheels built in the image
+    # The build context itself: everything excluded except what is copied.
+    ignore = (repo_root / OPERATOR / "Dockerfile.dockerignore").read_text().split()
+    assert ignore[ignore.index("*") :] == [
+        "*",
+        "!pyproject.toml",
+        "!README.md",
+        "!constraints.txt",
+        "!operator/nemotron_operator/",
+        "**/__pycache__",
+    ]
+
+
+def test_wheel_config_lists_only_the_operator_package(repo_root: Path) -> None:
+    import tomllib
+
+    config = tomllib.loads((repo_root / "pyproject.toml").read_text())
+    wheel = config["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["packages"] == ["operator/nemotron_operator"]
+    assert config["project"]["scripts"] == {"nemotron-operator": "nemotron_operator.cli:main"}
+
+
+@pytest.mark.slow
+def test_built_wheel_holds_no_simulator_code(repo_root: Path, tmp_path: Path) -> None:
+    """Build the wheel as the image does (pip wheel --no-deps .) and read what it ships."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--wheel-dir",
+            str(tmp_path),
+            str(repo_root),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
+    (wheel,) = tmp_path.glob("nemotron_operator-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        scripts = archive.read(entry_points).decode()
+    top_level = {name.split("/")[0] for name in names}
+    assert top_level - {"nemotron_operator"} == {wheel.name.split("-py")[0] + ".dist-info"}
+    assert "nemotron_operator/cli/__init__.py" in names
+    assert not [name for name in names if "nemotron_sim" in name]
+    assert "nemotron-operator = nemotron_operator.cli:main" in scripts

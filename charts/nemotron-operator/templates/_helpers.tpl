@@ -92,6 +92,18 @@ uses). No Secrets: the HF token reaches vLLM through a secretKeyRef the kubelet 
 {{- end }}
 {{- end -}}
 
+{{/* The single-replica guard's Lease, in the release's namespace: create cannot be limited to
+one name (the name is in the body), get and update can. */}}
+{{- define "nemotron-operator.leaseRules" -}}
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["create"]
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  resourceNames: [{{ include "nemotron-operator.fullname" . | quote }}]
+  verbs: ["get", "update"]
+{{- end -}}
+
 {{/* Cluster-scoped needs in either mode: GPU nodes (read-only) and Karpenter NodePools. */}}
 {{- define "nemotron-operator.clusterRules" -}}
 - apiGroups: [""]

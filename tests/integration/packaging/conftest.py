@@ -29,7 +29,7 @@ VARIANTS: dict[str, list[str]] = {
         "--set",
         "watchNamespaces={ai}",
         "--set",
-        "operator.defaultVllmImage=vllm/vllm-openai:v0.31.0",
+        "operator.defaultImage=vllm/vllm-openai:v0.31.0",
     ],
 }
 

@@ -19,6 +19,7 @@ from tests.integration.packaging.conftest import NAMESPACE, RELEASE, VARIANTS, R
 from tests.unit.render.schemas import KUBERNETES_VERSIONS
 
 FORBIDDEN_VERBS = {"*", "escalate", "bind", "impersonate"}
+LEASE_ROLE = f"{RELEASE}-nemotron-operator-lease"
 
 # The ServiceMonitor is a Prometheus Operator CRD kind, which kubernetes-validate has no schema
 # for: this closed subset of monitoring.coreos.com/v1 ServiceMonitor covers what the chart writes.
@@ -103,7 +104,7 @@ def rules_of(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     for role in of_kind(objects, "Role") + of_kind(objects, "ClusterRole"):
         where = f"{role['kind']}/{role['metadata']['name']}@{role['metadata'].get('namespace', '')}"
         for rule in role["rules"]:
-            assert set(rule) <= {"apiGroups", "resources", "verbs"}, rule  # no resourceNames yet
+            assert set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"}, rule
             granted += [
                 (where, group, resource, verb)
                 for group in rule["apiGroups"]
@@ -193,12 +194,16 @@ def test_operator_container_runs_the_image_with_settings_from_values(render: Ren
     assert env["NEMOTRON_OPERATOR_BIND_ADDRESS"] == {"fieldRef": {"fieldPath": "status.podIP"}}
     assert env["NEMOTRON_OPERATOR_NAMESPACES"] == ""  # every namespace
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert env["NEMOTRON_OPERATOR_LIVENESS_PORT"] == str(ports["health"])
+    assert env["NEMOTRON_OPERATOR_HEALTH_PORT"] == str(ports["health"])
     assert env["NEMOTRON_OPERATOR_METRICS_PORT"] == str(ports["metrics"])
-    assert "NEMOTRON_OPERATOR_DEFAULT_VLLM_IMAGE" not in env
+    assert env["NEMOTRON_OPERATOR_LOG_LEVEL"] == "INFO"
+    assert "NEMOTRON_OPERATOR_DEFAULT_IMAGE" not in env
+    # The Lease lives in the operator's namespace, named after the release.
+    assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert env["NEMOTRON_OPERATOR_LEASE_NAME"] == f"{RELEASE}-nemotron-operator"
     other = env_of(render("karpenter-and-podmonitors"))
     assert other["NEMOTRON_OPERATOR_NAMESPACES"] == "ai"
-    assert other["NEMOTRON_OPERATOR_DEFAULT_VLLM_IMAGE"] == "vllm/vllm-openai:v0.31.0"
+    assert other["NEMOTRON_OPERATOR_DEFAULT_IMAGE"] == "vllm/vllm-openai:v0.31.0"
 
 
 def test_image_digest_overrides_the_tag(render: Render) -> None:
@@ -247,7 +252,7 @@ def test_rbac_has_no_wildcards_secrets_or_escalation(render: Render, variant: st
 
 def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     objects = render("default")
-    assert not of_kind(objects, "Role")
+    assert [r["metadata"]["name"] for r in of_kind(objects, "Role")] == [LEASE_ROLE]
     (role,) = of_kind(objects, "ClusterRole")
     (binding,) = of_kind(objects, "ClusterRoleBinding")
     (account,) = of_kind(objects, "ServiceAccount")
@@ -266,9 +271,9 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
     render: Render,
 ) -> None:
     objects = render("per-namespace")
-    roles = of_kind(objects, "Role")
+    roles = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] != LEASE_ROLE]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["ai", "research"]
-    bindings = of_kind(objects, "RoleBinding")
+    bindings = [b for b in of_kind(objects, "RoleBinding") if b["metadata"]["name"] != LEASE_ROLE]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["ai", "research"]
     for binding in bindings:
         assert binding["roleRef"]["kind"] == "Role"
@@ -285,12 +290,32 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
     assert env_of(objects)["NEMOTRON_OPERATOR_NAMESPACES"] == "ai,research"
 
 
+def test_lease_role_is_limited_to_the_operators_lease_in_its_namespace(render: Render) -> None:
+    for variant in ("default", "per-namespace"):
+        objects = render(variant)
+        (role,) = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] == LEASE_ROLE]
+        assert role["metadata"]["namespace"] == NAMESPACE
+        named = [rule for rule in role["rules"] if "resourceNames" in rule]
+        assert named == [
+            {
+                "apiGroups": ["coordination.k8s.io"],
+                "resources": ["leases"],
+                "resourceNames": [f"{RELEASE}-nemotron-operator"],
+                "verbs": ["get", "update"],
+            }
+        ]
+        (binding,) = [
+            b for b in of_kind(objects, "RoleBinding") if b["metadata"]["name"] == LEASE_ROLE
+        ]
+        assert binding["roleRef"]["name"] == LEASE_ROLE
+
+
 def test_optional_grants_follow_their_switches(render: Render) -> None:
     objects = render("karpenter-and-podmonitors")
     (cluster_role,) = of_kind(objects, "ClusterRole")
     cluster_wide = {(g, r) for _, g, r, _ in rules_of([cluster_role])}
     assert ("karpenter.sh", "nodepools") in cluster_wide  # cluster-scoped: ClusterRole
-    (role,) = of_kind(objects, "Role")
+    (role,) = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] != LEASE_ROLE]
     namespaced = {(g, r) for _, g, r, _ in rules_of([role])}
     assert ("monitoring.coreos.com", "podmonitors") in namespaced
 

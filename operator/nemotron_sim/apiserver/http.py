@@ -14,6 +14,7 @@ from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
 from nemotron_sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import sim_endpoint
 from nemotron_sim.apiserver.store import Store
@@ -101,8 +102,10 @@ def _wants_table(request: web.Request) -> bool:
 class ApiHandler:
     """Answers every request: faults first, then discovery, then resources."""
 
-    def __init__(self, store: Store, faults: FaultInjector, watches: Watches) -> None:
-        self.store, self.faults, self.watches = store, faults, watches
+    def __init__(
+        self, store: Store, faults: FaultInjector, watches: Watches, reviews: Reviews
+    ) -> None:
+        self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
         self.logs: podlogs.LogSource | None = None  # the kubelet's log files, for pods/log
 
@@ -152,6 +155,8 @@ class ApiHandler:
                 raise _no_such_path(path)
             return json_response(doc)
         target = resolve(self.store, path)
+        if is_review(target.info, target.subresource):
+            return await self.reviews.answer(request, target.info, target.namespace, target.name)
         if request.method == "GET":
             return await self._get(request, target, is_watch, fault)
         verbs = {"POST": self._post, "PUT": self._put, "PATCH": self._patch, "DELETE": self._delete}

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -19,12 +19,15 @@ from typing import Any, TypeVar
 
 from nemotron_sim.apiserver.server import SimApiServer
 from nemotron_sim.apiserver.store import Store
-from nemotron_sim.controllers.kubelet import KubeletSettings
+from nemotron_sim.controllers.images import ImagePrograms
+from nemotron_sim.controllers.kubelet import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.controllers.manager import (
     DEFAULT_NODES,
     ClusterControllers,
     ClusterSettings,
 )
+from nemotron_sim.controllers.podfiles import service_account
+from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.vllm import StubVllm
 
 T = TypeVar("T")
@@ -47,11 +50,27 @@ class SimCluster:
         probe_period: float = 0.1,
         record_events: bool = True,
         validate_crs: bool = True,
+        images: Mapping[str, Sequence[str]] | None = None,
+        commands: Mapping[str, Sequence[str]] | None = None,
+        probe_time_scale: float = 1.0,
+        crash_backoff_seconds: float = 10.0,
+        crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS,
+        stop_grace_seconds: float = 5.0,
     ) -> None:
+        """``images``: image repository → argv standing for its entrypoint (added to the
+        default, which runs the operator's image); ``commands``: program name → argv used when
+        a container sets ``command`` (see :mod:`nemotron_sim.controllers.images`)."""
         self.settings = ClusterSettings(
             nodes=nodes,
             kubelet=KubeletSettings(
-                load_seconds=load_seconds, init_seconds=init_seconds, probe_period=probe_period
+                load_seconds=load_seconds,
+                init_seconds=init_seconds,
+                probe_period=probe_period,
+                programs=ImagePrograms.with_defaults(images, commands),
+                probe_time_scale=probe_time_scale,
+                crash_backoff_seconds=crash_backoff_seconds,
+                crash_backoff_cap_seconds=crash_backoff_cap_seconds,
+                stop_grace_seconds=stop_grace_seconds,
             ),
             record_events=record_events,
         )
@@ -73,7 +92,13 @@ class SimCluster:
     async def __aenter__(self) -> SimCluster:
         await self.api.__aenter__()
         try:
-            self.controllers = ClusterControllers(self.store, self.settings)
+            self.controllers = ClusterControllers(
+                self.store,
+                self.settings,
+                api_url=self.url,
+                token_source=self._pod_token_source(),
+            )
+            self.api.handler.logs = self.controllers.kubelet.processes
             await self.controllers.start()
             path = self._kubeconfig_path
             if path is None:
@@ -92,6 +117,25 @@ class SimCluster:
         tb: TracebackType | None,
     ) -> None:
         await self._shutdown()
+
+    def _pod_token_source(self) -> PodTokenSource | None:
+        """Tokens for pods' ServiceAccounts from the API stand-in, when it issues them."""
+        tokens = getattr(self.api, "tokens", None)
+        if tokens is None:
+            return None
+
+        def issue(pod: Mapping[str, Any], seconds: int, audiences: tuple[str, ...]) -> str:
+            md = pod.get("metadata") or {}
+            token: str = tokens.issue(
+                md.get("namespace", "default"),
+                service_account(pod),
+                expiration_seconds=seconds,
+                audiences=audiences,
+                bound_pod=str(md.get("name", "")),
+            )
+            return token
+
+        return issue
 
     async def _shutdown(self) -> None:
         if self.controllers is not None:

@@ -127,11 +127,14 @@ def same_content(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return old == {**new, "metadata": {**meta(new), "resourceVersion": rv}}
 
 
-def mark_deleted(obj: dict[str, Any], finalizers: list[str]) -> dict[str, Any]:
+def mark_deleted(
+    obj: dict[str, Any], finalizers: list[str], *, grace_seconds: int = 0
+) -> dict[str, Any]:
+    """Terminating: ``deletionTimestamp`` is when the grace period ends, as for pods."""
     md = {
         **meta(obj),
-        "deletionTimestamp": now_rfc3339(),
-        "deletionGracePeriodSeconds": 0,
+        "deletionTimestamp": now_rfc3339(grace_seconds),
+        "deletionGracePeriodSeconds": grace_seconds,
         "finalizers": finalizers,
         "generation": meta(obj).get("generation", 1) + 1,
     }

@@ -20,7 +20,9 @@ from nemotron_sim.apiserver.faults import FaultInjector
 from nemotron_sim.apiserver.http import ApiHandler
 from nemotron_sim.apiserver.preinstalled import PREINSTALLED_CRDS
 from nemotron_sim.apiserver.resources import CRD_KEY
+from nemotron_sim.apiserver.reviews import Reviews
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.apiserver.tokens import TokenAuthority
 from nemotron_sim.apiserver.watch import Watches
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,8 @@ class SimApiServer:
     """A Kubernetes API stand-in (a simulation) for kubectl, kopf and the Python client.
 
     ``async with SimApiServer() as api:`` serves on ``api.url``; ``api.store`` is the same world
-    in-process; ``api.faults`` injects failures; ``api.kubeconfig(path)`` writes a kubeconfig.
+    in-process; ``api.faults`` injects failures; ``api.tokens`` issues ServiceAccount tokens
+    (:mod:`.tokens`); ``api.kubeconfig(path)`` writes a kubeconfig.
     """
 
     def __init__(
@@ -55,7 +58,10 @@ class SimApiServer:
         self.faults = FaultInjector()
         self.watches = Watches(self.store, bookmark_interval)
         self.faults.on_outage = lambda: self.watches.stop_all(abort=True)
-        self.handler = ApiHandler(self.store, self.faults, self.watches)
+        self.tokens = TokenAuthority(self.store)
+        self.handler = ApiHandler(
+            self.store, self.faults, self.watches, Reviews(self.store, self.tokens)
+        )
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -98,20 +104,25 @@ class SimApiServer:
     ) -> None:
         await self.stop()
 
-    def kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig (no credentials: the stand-in has no authentication)."""
+    def kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", token: str | None = None
+    ) -> Path:
+        """Write a kubeconfig: without ``token`` (no credentials) it is the all-powerful admin's;
+        with a token from :attr:`tokens` it authenticates as that ServiceAccount."""
         if not self.url:
             raise RuntimeError("start the server before writing its kubeconfig")
-        return write_kubeconfig(path, self.url, namespace=namespace)
+        return write_kubeconfig(path, self.url, namespace=namespace, token=token)
 
 
-def write_kubeconfig(path: str | Path, url: str, *, namespace: str = "default") -> Path:
+def write_kubeconfig(
+    path: str | Path, url: str, *, namespace: str = "default", token: str | None = None
+) -> Path:
     name = "nemotron-sim"
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {}}],
+        "users": [{"name": name, "user": {} if token is None else {"token": token}}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
         ],

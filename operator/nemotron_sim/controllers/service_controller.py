@@ -19,7 +19,7 @@ from nemotron_sim.apiserver.selectors import match_labels
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.ipam import LoopbackPool
 from nemotron_sim.controllers.kinds import ENDPOINTS, PODS, SERVICES
-from nemotron_sim.controllers.kubelet import resolve_port
+from nemotron_sim.controllers.probes import resolve_port
 from nemotron_sim.controllers.proxy import Backend, ServiceProxy
 from nemotron_sim.controllers.runtime import WorkQueue, create_if_absent, log
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating

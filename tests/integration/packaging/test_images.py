@@ -146,3 +146,38 @@ def test_built_wheel_holds_no_simulator_code(repo_root: Path, tmp_path: Path) ->
     assert "nemotron_operator/cli/__init__.py" in names
     assert not [name for name in names if "nemotron_sim" in name]
     assert "nemotron-operator = nemotron_operator.cli:main" in scripts
+
+
+def test_stand_in_image_runs_the_rendered_download_script(repo_root: Path, tmp_path: Path) -> None:
+    """The operator's download init container runs in the engine image; in the kind tier that is
+    the stand-in vLLM image, whose `hf` must satisfy the rendered script without a network."""
+    from nemotron_operator.render.storage import DOWNLOAD_MARKER, DOWNLOAD_SCRIPT
+
+    dockerfile = (repo_root / VLLM_STUB / "Dockerfile").read_text()
+    assert "COPY --chmod=0755 hack/images/vllm-stub/hf /usr/local/bin/hf" in dockerfile
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hf").symlink_to(repo_root / VLLM_STUB / "hf")
+    model_dir = tmp_path / "model"
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "MODEL_ID": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "MODEL_REVISION": "main",
+        "MODEL_DIR": str(model_dir),
+        "HF_TOKEN": "hf_canary_never_printed",
+    }
+    for _ in range(2):  # the second run finds the marker and downloads nothing
+        result = subprocess.run(
+            ["sh", "-c", DOWNLOAD_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "hf_canary_never_printed" not in result.stdout + result.stderr
+    assert (
+        model_dir / DOWNLOAD_MARKER
+    ).read_text().strip() == "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16@main"
+    assert "already complete" in result.stdout

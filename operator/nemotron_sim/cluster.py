@@ -56,10 +56,13 @@ class SimCluster:
         crash_backoff_seconds: float = 10.0,
         crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS,
         stop_grace_seconds: float = 5.0,
+        system_nodes: int = 0,
     ) -> None:
         """``images``: image repository → argv standing for its entrypoint (added to the
         default, which runs the operator's image); ``commands``: program name → argv used when
-        a container sets ``command`` (see :mod:`nemotron_sim.controllers.images`)."""
+        a container sets ``command`` (see :mod:`nemotron_sim.controllers.images`);
+        ``system_nodes``: GPU-less, untainted nodes ``sim-system-<i>`` where the operator's own
+        Deployment can be scheduled."""
         self.settings = ClusterSettings(
             nodes=nodes,
             kubelet=KubeletSettings(
@@ -73,6 +76,7 @@ class SimCluster:
                 stop_grace_seconds=stop_grace_seconds,
             ),
             record_events=record_events,
+            system_nodes=system_nodes,
         )
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None

@@ -18,6 +18,7 @@ from nemotron_sim.controllers.nodes import (
     NodeGroup,
     NodeSpecError,
     build_nodes,
+    build_system_node,
     parse_node_spec,
 )
 from nemotron_sim.controllers.pdb import DisruptionController
@@ -47,6 +48,7 @@ class ClusterSettings:
     nodes: str = DEFAULT_NODES
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
     record_events: bool = True
+    system_nodes: int = 0  # nodes without GPUs or taints, for controllers such as the operator
 
 
 class ClusterControllers:
@@ -98,6 +100,10 @@ class ClusterControllers:
     async def start(self) -> None:
         node_pool = ipam.LoopbackPool.random(ipam.NODE_OCTETS)
         for node in build_nodes(self.groups, gpu_facts, node_pool.allocate, SIM_VERSION):
+            self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
+            self.store.create(NODES, node)
+        for index in range(self.settings.system_nodes):
+            node = build_system_node(index, node_pool.allocate(), SIM_VERSION)
             self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
             self.store.create(NODES, node)
         self._queue = self.store.subscribe(WATCHED, copy=False)

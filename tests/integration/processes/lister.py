@@ -35,17 +35,16 @@ def list_configmaps() -> list[str]:
     server = config["clusters"][0]["cluster"]["server"]
     token = config["users"][0]["user"].get("token", "")
     namespace = os.environ.get("POD_NAMESPACE", "default")
-    request = urllib.request.Request(
-        f"{server}/api/v1/namespaces/{namespace}/configmaps",
-        headers={"Authorization": f"Bearer {token}"} if token else {},
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - loopback only
+    url = f"{server}/api/v1/namespaces/{namespace}/configmaps"
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback API
+    with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
         body: dict[str, Any] = json.load(response)
     return [item["metadata"]["name"] for item in body.get("items", [])]
 
 
 class Health(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"ok")

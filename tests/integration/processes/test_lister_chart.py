@@ -40,9 +40,11 @@ def test_helm_install_wait_gives_an_available_deployment_whose_logs_list(
     assert conditions["Progressing"]["reason"] == "NewReplicaSetAvailable"
     assert deploy["status"]["availableReplicas"] == 1
     logs = sim_cluster.kubectl("logs", "deployment/lister").stdout
-    assert "listed" in logs and "marker" in logs
+    assert "listed" in logs
+    assert "marker" in logs
     assert "greeting: hello" in logs  # secretKeyRef read from the chart's Secret
-    assert "/scratch" in logs and "/var/run/secrets/kubernetes.io/serviceaccount" in logs
+    assert "/scratch" in logs
+    assert "/var/run/secrets/kubernetes.io/serviceaccount" in logs
     status = sim_cluster.kubectl("rollout", "status", "deployment/lister", "--timeout=5s")
     assert "successfully rolled out" in status.stdout
 
@@ -94,9 +96,7 @@ def test_deleting_a_pod_sends_sigterm_and_waits_for_the_grace_period(
     assert not Path(f"/proc/{pid}").exists()
 
 
-def test_rollout_status_follows_rolling_update_and_recreate(
-    sim_cluster: Any, helm: Helm
-) -> None:
+def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, helm: Helm) -> None:
     helm("install", "roll", str(CHART), "--wait", "--timeout", "40s", "--set", "replicas=2")
     helm("upgrade", "roll", str(CHART), "--set", "replicas=2", "--set", "greeting=bonjour")
     status = sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
@@ -108,7 +108,8 @@ def test_rollout_status_follows_rolling_update_and_recreate(
     )
     assert revisions == [1, 2]
     history = sim_cluster.kubectl("rollout", "history", "deployment/roll").stdout
-    assert "1" in history and "2" in history
+    assert "1" in history
+    assert "2" in history
     helm("upgrade", "roll", str(CHART), "--set", "replicas=2", "--set", "strategy=Recreate",
          "--set", "greeting=hallo")  # fmt: skip
     status = sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")

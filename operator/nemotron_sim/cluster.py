@@ -26,7 +26,7 @@ from nemotron_sim.controllers.manager import (
     ClusterControllers,
     ClusterSettings,
 )
-from nemotron_sim.controllers.podfiles import service_account
+from nemotron_sim.controllers.podfiles import ApiAccess, service_account
 from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.vllm import StubVllm
 
@@ -99,7 +99,7 @@ class SimCluster:
             self.controllers = ClusterControllers(
                 self.store,
                 self.settings,
-                api_url=self.url,
+                api=ApiAccess(self._pod_kubeconfig, self._ca_pem()),
                 token_source=self._pod_token_source(),
             )
             self.api.handler.logs = self.controllers.kubelet.processes
@@ -121,6 +121,15 @@ class SimCluster:
         tb: TracebackType | None,
     ) -> None:
         await self._shutdown()
+
+    def _pod_kubeconfig(self, path: Path, namespace: str, token: str) -> None:
+        if not token:
+            raise RuntimeError("no ServiceAccount token for a pod kubeconfig")
+        self.api.kubeconfig(path, namespace=namespace, token=token)
+
+    def _ca_pem(self) -> bytes:
+        certificate = getattr(self.api, "certificate", None)
+        return b"" if certificate is None else bytes(certificate.pem)
 
     def _pod_token_source(self) -> PodTokenSource | None:
         """Tokens for pods' ServiceAccounts from the API stand-in, when it issues them."""

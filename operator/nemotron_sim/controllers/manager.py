@@ -22,6 +22,7 @@ from nemotron_sim.controllers.nodes import (
     parse_node_spec,
 )
 from nemotron_sim.controllers.pdb import DisruptionController
+from nemotron_sim.controllers.podfiles import ApiAccess
 from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.controllers.runtime import EventRecorder, WorkQueue, log
 from nemotron_sim.controllers.scheduler_controller import SchedulerController
@@ -59,7 +60,7 @@ class ClusterControllers:
         store: Store,
         settings: ClusterSettings | None = None,
         *,
-        api_url: str = "",
+        api: ApiAccess | None = None,
         token_source: PodTokenSource | None = None,
     ) -> None:
         self.settings = settings or ClusterSettings()
@@ -78,7 +79,7 @@ class ClusterControllers:
             self.node_ips,
             self.pod_ips,
             self.settings.kubelet,
-            api_url=api_url,
+            api=api,
             token_source=token_source,
         )
         store.deletion_grace = self.kubelet.processes.deletion_grace

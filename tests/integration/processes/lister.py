@@ -8,9 +8,11 @@ and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after 
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -32,13 +34,20 @@ def record(text: str) -> None:
 
 def list_configmaps() -> list[str]:
     config = yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())
-    server = config["clusters"][0]["cluster"]["server"]
+    cluster = config["clusters"][0]["cluster"]
+    server = cluster["server"]
+    authority = cluster.get("certificate-authority-data")
+    context = (
+        ssl.create_default_context(cadata=base64.b64decode(authority).decode())
+        if authority
+        else None
+    )
     token = config["users"][0]["user"].get("token", "")
     namespace = os.environ.get("POD_NAMESPACE", "default")
     url = f"{server}/api/v1/namespaces/{namespace}/configmaps"
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(url, headers=headers)  # noqa: S310 - loopback API
-    with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=5, context=context) as response:  # noqa: S310
         body: dict[str, Any] = json.load(response)
     return [item["metadata"]["name"] for item in body.get("items", [])]
 

@@ -120,3 +120,32 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     assert "greeting: hallo" in logs
     deploy = sim_cluster.get(DEPLOYMENTS, NS, "roll")
     assert json.dumps(deploy["status"]["updatedReplicas"]) == "2"
+
+
+def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(
+    sim_cluster: Any, helm: Helm
+) -> None:
+    helm("install", "deny", str(CHART), "--set", "bindRole=false")
+
+    def crash_looping() -> dict[str, Any] | None:
+        for pod in pods(sim_cluster, "deny"):
+            state = container(pod)
+            if (state.get("state") or {}).get("waiting", {}).get("reason") == "CrashLoopBackOff":
+                return pod
+        return None
+
+    pod = sim_cluster.wait_until(crash_looping, seconds=30, what="CrashLoopBackOff after a 403")
+    name = pod["metadata"]["name"]
+    denied = (
+        'listing failed: 403 configmaps is forbidden: User "system:serviceaccount:default:deny" '
+        'cannot list resource "configmaps" in API group "" in the namespace "default"'
+    )
+    assert container(pod)["lastState"]["terminated"]["message"] == denied
+    assert denied in sim_cluster.kubectl("logs", name, "--previous").stdout
+    # Granting the Role lets the next restart list.
+    helm("upgrade", "deny", str(CHART), "--set", "bindRole=true")
+    sim_cluster.wait_until(
+        lambda: any(container(p).get("ready") for p in pods(sim_cluster, "deny")),
+        seconds=30,
+        what="ready once bound",
+    )

@@ -26,7 +26,7 @@ from nemotron_sim.controllers.manager import (
     ClusterControllers,
     ClusterSettings,
 )
-from nemotron_sim.controllers.podfiles import service_account
+from nemotron_sim.controllers.podfiles import ApiAccess, service_account
 from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.vllm import StubVllm
 
@@ -56,10 +56,13 @@ class SimCluster:
         crash_backoff_seconds: float = 10.0,
         crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS,
         stop_grace_seconds: float = 5.0,
+        system_nodes: int = 0,
     ) -> None:
         """``images``: image repository → argv standing for its entrypoint (added to the
         default, which runs the operator's image); ``commands``: program name → argv used when
-        a container sets ``command`` (see :mod:`nemotron_sim.controllers.images`)."""
+        a container sets ``command`` (see :mod:`nemotron_sim.controllers.images`);
+        ``system_nodes``: GPU-less, untainted nodes ``sim-system-<i>`` where the operator's own
+        Deployment can be scheduled."""
         self.settings = ClusterSettings(
             nodes=nodes,
             kubelet=KubeletSettings(
@@ -73,6 +76,7 @@ class SimCluster:
                 stop_grace_seconds=stop_grace_seconds,
             ),
             record_events=record_events,
+            system_nodes=system_nodes,
         )
         self._kubeconfig_path = Path(kubeconfig) if kubeconfig is not None else None
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
@@ -95,7 +99,7 @@ class SimCluster:
             self.controllers = ClusterControllers(
                 self.store,
                 self.settings,
-                api_url=self.url,
+                api=ApiAccess(self._pod_kubeconfig, self._ca_pem()),
                 token_source=self._pod_token_source(),
             )
             self.api.handler.logs = self.controllers.kubelet.processes
@@ -117,6 +121,15 @@ class SimCluster:
         tb: TracebackType | None,
     ) -> None:
         await self._shutdown()
+
+    def _pod_kubeconfig(self, path: Path, namespace: str, token: str) -> None:
+        if not token:
+            raise RuntimeError("no ServiceAccount token for a pod kubeconfig")
+        self.api.kubeconfig(path, namespace=namespace, token=token)
+
+    def _ca_pem(self) -> bytes:
+        certificate = getattr(self.api, "certificate", None)
+        return b"" if certificate is None else bytes(certificate.pem)
 
     def _pod_token_source(self) -> PodTokenSource | None:
         """Tokens for pods' ServiceAccounts from the API stand-in, when it issues them."""

@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from nemotron_sim.apiserver import admission, discovery, openapi, podlogs, tables
+from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
@@ -18,6 +19,7 @@ from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import sim_endpoint
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.apiserver.tokens import ADMIN
 from nemotron_sim.apiserver.watch import Watches
 from nemotron_sim.apiserver.wire import (
     APPLY,
@@ -103,9 +105,10 @@ class ApiHandler:
     """Answers every request: faults first, then discovery, then resources."""
 
     def __init__(
-        self, store: Store, faults: FaultInjector, watches: Watches, reviews: Reviews
+        self, store: Store, faults: FaultInjector, watches: Watches, reviews: Reviews, gate: Gate
     ) -> None:
         self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
+        self.gate = gate
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
         self.logs: podlogs.LogSource | None = None  # the kubelet's log files, for pods/log
 
@@ -145,6 +148,7 @@ class ApiHandler:
     async def _route(
         self, request: web.Request, is_watch: bool, fault: Fault | None
     ) -> web.StreamResponse:
+        request[USER] = self.gate.admit(request)  # 401/403 before anything is read or served
         path = request.path.rstrip("/") or "/"
         static = self._static(path)
         if static is not None:
@@ -156,7 +160,10 @@ class ApiHandler:
             return json_response(doc)
         target = resolve(self.store, path)
         if is_review(target.info, target.subresource):
-            return await self.reviews.answer(request, target.info, target.namespace, target.name)
+            user = request.get(USER, ADMIN)
+            return await self.reviews.answer(
+                request, target.info, target.namespace, target.name, user
+            )
         if request.method == "GET":
             return await self._get(request, target, is_watch, fault)
         verbs = {"POST": self._post, "PUT": self._put, "PATCH": self._patch, "DELETE": self._delete}

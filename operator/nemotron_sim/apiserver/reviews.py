@@ -1,7 +1,10 @@
 """Requests answered at once and never stored: TokenRequest and the review kinds.
 
 ``POST .../serviceaccounts/SA/token`` (``kubectl create token``) issues a token through
-:class:`~nemotron_sim.apiserver.tokens.TokenAuthority`.
+:class:`~nemotron_sim.apiserver.tokens.TokenAuthority`; SelfSubjectAccessReview (``kubectl auth
+can-i``), SelfSubjectRulesReview (``can-i --list``), SelfSubjectReview (``auth whoami``),
+TokenReview, SubjectAccessReview and LocalSubjectAccessReview answer for the requester (or the
+subject they name) from :class:`~nemotron_sim.apiserver.authz.RbacAuthorizer`.
 """
 
 from __future__ import annotations
@@ -11,11 +14,25 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_sim.apiserver.errors import ApiError, ConflictError, InvalidError, NotFoundError
+from nemotron_sim.apiserver.authz import RbacAuthorizer
+from nemotron_sim.apiserver.errors import (
+    ApiError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    bad_request,
+)
 from nemotron_sim.apiserver.objects import meta
+from nemotron_sim.apiserver.rbac import Attributes, Obj
 from nemotron_sim.apiserver.resources import CREATE_ONLY, ResourceInfo
 from nemotron_sim.apiserver.store import Store
-from nemotron_sim.apiserver.tokens import PODS, SERVICE_ACCOUNTS, TokenAuthority
+from nemotron_sim.apiserver.tokens import (
+    API_AUDIENCE,
+    PODS,
+    SERVICE_ACCOUNTS,
+    TokenAuthority,
+    UserInfo,
+)
 from nemotron_sim.apiserver.wire import json_response, read_body
 
 MIN_TOKEN_SECONDS = 600  # kube-apiserver refuses shorter TokenRequests
@@ -32,21 +49,138 @@ def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _user_info(user: UserInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"username": user.username, "groups": list(user.groups)}
+    if user.uid:
+        out["uid"] = user.uid
+    if user.extra:
+        out["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return out
+
+
+def _attributes(spec: dict[str, Any]) -> Attributes:
+    resource = spec.get("resourceAttributes")
+    if isinstance(resource, dict):
+        return Attributes(
+            verb=resource.get("verb") or "",
+            api_group=resource.get("group") or "",
+            api_version=resource.get("version") or "",
+            resource=resource.get("resource") or "",
+            subresource=resource.get("subresource") or "",
+            name=resource.get("name") or "",
+            namespace=resource.get("namespace") or "",
+        )
+    other = spec.get("nonResourceAttributes")
+    if isinstance(other, dict):
+        return Attributes(
+            verb=other.get("verb") or "", resource_request=False, path=other.get("path") or ""
+        )
+    raise bad_request("spec: exactly one of resourceAttributes or nonResourceAttributes")
+
+
+def _rule_infos(rules: list[Obj]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A rules review's resourceRules and nonResourceRules, split as kube-apiserver splits them."""
+    resource_rules, url_rules = [], []
+    for rule in rules:
+        if rule.get("resources"):
+            resource_rules.append(
+                {
+                    "verbs": list(rule.get("verbs") or []),
+                    "apiGroups": list(rule.get("apiGroups") or []),
+                    "resources": list(rule["resources"]),
+                    **(
+                        {"resourceNames": list(rule["resourceNames"])}
+                        if rule.get("resourceNames")
+                        else {}
+                    ),
+                }
+            )
+        if rule.get("nonResourceURLs"):
+            url_rules.append(
+                {
+                    "verbs": list(rule.get("verbs") or []),
+                    "nonResourceURLs": list(rule["nonResourceURLs"]),
+                }
+            )
+    return resource_rules, url_rules
+
+
 class Reviews:
-    def __init__(self, store: Store, tokens: TokenAuthority) -> None:
-        self.store, self.tokens = store, tokens
+    def __init__(self, store: Store, tokens: TokenAuthority, authorizer: RbacAuthorizer) -> None:
+        self.store, self.tokens, self.authorizer = store, tokens, authorizer
 
     async def answer(
-        self, request: web.Request, info: ResourceInfo, namespace: str | None, name: str | None
+        self,
+        request: web.Request,
+        info: ResourceInfo,
+        namespace: str | None,
+        name: str | None,
+        user: UserInfo,
     ) -> web.Response:
         if request.method != "POST":
             raise ApiError(405, "the server does not allow this method on the requested resource")
         body = await read_body(request)
         if not isinstance(body, dict):
-            raise ApiError(400, "the request body must be a JSON object")
+            raise bad_request("the request body must be a JSON object")
         if info.key == SERVICE_ACCOUNTS:
             return json_response(self.token_request(namespace or "", name or "", body), 201)
-        raise ApiError(404, f"the server could not find the requested resource ({request.path})")
+        spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
+        kind = info.kind
+        if kind == "SelfSubjectReview":
+            status = {"userInfo": _user_info(user)}
+        elif kind == "TokenReview":
+            status = self._token_review(spec)
+        elif kind == "SelfSubjectRulesReview":
+            status = self._rules_review(user, spec.get("namespace") or "")
+        elif kind == "SelfSubjectAccessReview":
+            status = self._access_review(user, _attributes(spec))
+        else:  # SubjectAccessReview, LocalSubjectAccessReview
+            attrs = _attributes(spec)
+            if namespace is not None and attrs.namespace != namespace:
+                raise bad_request(
+                    f"spec.resourceAttributes.namespace must match the namespace of the "
+                    f"request ({namespace!r})"
+                )
+            subject = UserInfo(
+                spec.get("user") or "", tuple(spec.get("groups") or ()), spec.get("uid") or ""
+            )
+            status = self._access_review(subject, attrs)
+        answer = {
+            "kind": kind,
+            "apiVersion": info.key.api_version,
+            "metadata": {
+                "creationTimestamp": None,
+                **({"namespace": namespace} if namespace else {}),
+            },
+            "spec": spec,
+            "status": status,
+        }
+        return json_response(answer, 201)
+
+    def _access_review(self, user: UserInfo, attrs: Attributes) -> dict[str, Any]:
+        decision = self.authorizer.authorize(user, attrs)
+        status: dict[str, Any] = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        return status
+
+    def _rules_review(self, user: UserInfo, namespace: str) -> dict[str, Any]:
+        rules, errors = self.authorizer.rules(user, namespace)
+        resource_rules, url_rules = _rule_infos(rules)
+        status: dict[str, Any] = {
+            "resourceRules": resource_rules,
+            "nonResourceRules": url_rules,
+            "incomplete": bool(errors),
+        }
+        if errors:
+            status["evaluationError"] = ", ".join(errors)
+        return status
+
+    def _token_review(self, spec: dict[str, Any]) -> dict[str, Any]:
+        user = self.tokens.authenticate(str(spec.get("token") or ""))
+        if user is None:
+            return {"authenticated": False, "error": "invalid bearer token"}
+        return {"authenticated": True, "user": _user_info(user), "audiences": [API_AUDIENCE]}
 
     def token_request(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """A TokenRequest for ServiceAccount ``namespace/name``, answered as kube-apiserver does."""

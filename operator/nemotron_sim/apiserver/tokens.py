@@ -11,9 +11,12 @@ issues through it, and so does an in-process kubelet for the pods it starts::
     #          groups=("system:serviceaccounts", "system:serviceaccounts:ai",
     #                  "system:authenticated"), uid=<the ServiceAccount's uid>, extra={...})
 
-Both methods are synchronous and only read the store: call them from the server's event loop
-(in-process controllers already run there; ``ServerThread.call`` from other threads). A client
-sends the token as ``Authorization: Bearer <token>``; the API answers 401 when
+``admin_token`` authenticates as :data:`ADMIN` (``system:admin`` in ``system:masters``), the
+identity of the kubeconfig the simulator writes. Both methods are synchronous and only read
+the store: call them from the server's event loop (in-process controllers already run there;
+``ServerThread.call`` from other threads). A client sends the token as ``Authorization: Bearer
+<token>`` over HTTPS (``SimApiServer.secure_url``; kubectl sends no token over HTTP, so write
+its kubeconfig with ``SimApiServer.kubeconfig(path, token=...)``); the API answers 401 when
 :meth:`TokenAuthority.authenticate` returns ``None``.
 
 As kube-apiserver does for bound tokens, a token stops authenticating when it expires, when the
@@ -64,6 +67,11 @@ class UserInfo:
         return (namespace, name) if namespace and name else None
 
 
+# The cluster admin: kube-apiserver lets the system:masters group do anything, before RBAC.
+SUPERUSERS = "system:masters"
+ADMIN = UserInfo("system:admin", (SUPERUSERS, AUTHENTICATED))
+
+
 def service_account_user(
     namespace: str, name: str, *, uid: str = "", extra: Mapping[str, tuple[str, ...]] | None = None
 ) -> UserInfo:
@@ -100,6 +108,9 @@ class TokenAuthority:
     ) -> None:
         self._store, self._clock = store, clock
         self._grants: dict[str, _Grant] = {}
+        # A static token for ADMIN (as a --token-auth-file entry): over HTTPS kubectl prompts for
+        # a password when the kubeconfig has no credentials at all.
+        self.admin_token = _TOKEN_PREFIX + "admin." + secrets.token_urlsafe(32)
 
     def issue(
         self,
@@ -152,7 +163,7 @@ class TokenAuthority:
         """The token's user, or ``None`` if it is unknown, expired or no longer bound."""
         grant = self._grants.get(token)
         if grant is None:
-            return None
+            return ADMIN if token == self.admin_token else None
         if self._clock() >= grant.expires:
             del self._grants[token]
             return None

@@ -32,6 +32,7 @@ from nemotron_sim.controllers.ipam import LoopbackPool
 from nemotron_sim.controllers.kinds import PODS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
 from nemotron_sim.controllers.podenv import expanded_argv
+from nemotron_sim.controllers.podfiles import ApiAccess
 from nemotron_sim.controllers.probes import resolve_port
 from nemotron_sim.controllers.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.controllers.process_runner import RunnerSettings
@@ -116,14 +117,14 @@ class Kubelet:
         pod_ips: LoopbackPool,
         settings: KubeletSettings,
         *,
-        api_url: str = "",
+        api: ApiAccess | None = None,
         token_source: PodTokenSource | None = None,
     ) -> None:
         self.processes = ProcessPods(
             store,
             settings.runner_settings(),
             workdir=settings.workdir,
-            api_url=api_url,
+            api=api,
             token_source=token_source,
             stop_grace_seconds=settings.stop_grace_seconds,
         )

@@ -18,9 +18,11 @@ from nemotron_sim.controllers.nodes import (
     NodeGroup,
     NodeSpecError,
     build_nodes,
+    build_system_node,
     parse_node_spec,
 )
 from nemotron_sim.controllers.pdb import DisruptionController
+from nemotron_sim.controllers.podfiles import ApiAccess
 from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.controllers.runtime import EventRecorder, WorkQueue, log
 from nemotron_sim.controllers.scheduler_controller import SchedulerController
@@ -47,6 +49,7 @@ class ClusterSettings:
     nodes: str = DEFAULT_NODES
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
     record_events: bool = True
+    system_nodes: int = 0  # nodes without GPUs or taints, for controllers such as the operator
 
 
 class ClusterControllers:
@@ -57,7 +60,7 @@ class ClusterControllers:
         store: Store,
         settings: ClusterSettings | None = None,
         *,
-        api_url: str = "",
+        api: ApiAccess | None = None,
         token_source: PodTokenSource | None = None,
     ) -> None:
         self.settings = settings or ClusterSettings()
@@ -76,7 +79,7 @@ class ClusterControllers:
             self.node_ips,
             self.pod_ips,
             self.settings.kubelet,
-            api_url=api_url,
+            api=api,
             token_source=token_source,
         )
         store.deletion_grace = self.kubelet.processes.deletion_grace
@@ -98,6 +101,10 @@ class ClusterControllers:
     async def start(self) -> None:
         node_pool = ipam.LoopbackPool.random(ipam.NODE_OCTETS)
         for node in build_nodes(self.groups, gpu_facts, node_pool.allocate, SIM_VERSION):
+            self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
+            self.store.create(NODES, node)
+        for index in range(self.settings.system_nodes):
+            node = build_system_node(index, node_pool.allocate(), SIM_VERSION)
             self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
             self.store.create(NODES, node)
         self._queue = self.store.subscribe(WATCHED, copy=False)

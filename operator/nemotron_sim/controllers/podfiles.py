@@ -7,9 +7,9 @@ type not read here, e.g. ``hostPath``) is an empty directory; ``configMap``, ``s
 ``downwardAPI`` and ``projected`` are filled as the kubelet fills them (keys or ``items``,
 ``defaultMode``/``mode``); a ``persistentVolumeClaim`` is a directory per claim that outlives
 the pod. Unless ``automountServiceAccountToken: false``, the directory of
-``/var/run/secrets/kubernetes.io/serviceaccount`` holds ``token``, ``ca.crt`` (empty: the API
-stand-in speaks plain HTTP) and ``namespace``, and a kubeconfig for the API stand-in that
-authenticates with the token is written for ``KUBECONFIG``.
+``/var/run/secrets/kubernetes.io/serviceaccount`` holds ``token``, ``ca.crt`` (the API
+stand-in's self-signed HTTPS certificate) and ``namespace``, and a kubeconfig for the API
+stand-in's HTTPS port that authenticates with the token is written for ``KUBECONFIG``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from nemotron_sim.controllers.podenv import Lookup, field_value, resource_value
 
 SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -31,6 +29,15 @@ MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
 TokenSource = Callable[[int, tuple[str, ...]], str]
 _ACCESS_VOLUME = "kube-api-access"
 _TOKEN_SECONDS = 3607  # what the ServiceAccount admission plugin asks for
+
+
+@dataclass(frozen=True)
+class ApiAccess:
+    """How pods reach the API stand-in: a kubeconfig writer (path, namespace, token) and the
+    PEM of the certificate authority its HTTPS port uses (empty over plain HTTP)."""
+
+    write_kubeconfig: Callable[[Path, str, str], object]
+    ca_pem: bytes = b""
 
 
 class MountError(Exception):
@@ -129,10 +136,15 @@ class PodFileWriter:
     """Builds :class:`PodFiles` for one pod under ``root``."""
 
     def __init__(
-        self, root: Path, claims_root: Path, lookup: Lookup, api_url: str, token: TokenSource | None
+        self,
+        root: Path,
+        claims_root: Path,
+        lookup: Lookup,
+        api: ApiAccess,
+        token: TokenSource | None,
     ) -> None:
         self.root, self.claims_root = root, claims_root
-        self._lookup, self._api_url, self._token = lookup, api_url, token
+        self._lookup, self._api, self._token = lookup, api, token
 
     def prepare(self, pod: Mapping[str, Any], *, automount: bool) -> PodFiles:
         files = PodFiles(self.root)
@@ -149,7 +161,7 @@ class PodFileWriter:
             access = self.root / "volumes" / _ACCESS_VOLUME
             token = self._issue(_TOKEN_SECONDS, ())
             _write(access / "token", token, 0o644)
-            _write(access / "ca.crt", "", 0o644)
+            _write(access / "ca.crt", self._api.ca_pem, 0o644)
             _write(access / "namespace", namespace, 0o644)
             files.volumes[_ACCESS_VOLUME] = access
             files.kubeconfig = self.root / "kubeconfig"
@@ -160,21 +172,8 @@ class PodFileWriter:
         return "" if self._token is None else self._token(seconds, audiences)
 
     def _kubeconfig(self, path: Path, namespace: str, token: str) -> None:
-        user = {"token": token} if token else {}
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "sim", "cluster": {"server": self._api_url}}],
-            "users": [{"name": "pod", "user": user}],
-            "contexts": [
-                {
-                    "name": "pod",
-                    "context": {"cluster": "sim", "user": "pod", "namespace": namespace},
-                }
-            ],
-            "current-context": "pod",
-        }
-        _write(path, yaml.safe_dump(config, sort_keys=False), 0o600)
+        self._api.write_kubeconfig(path, namespace, token)
+        path.chmod(0o600)
 
     def _volume(self, pod: Mapping[str, Any], namespace: str, volume: Mapping[str, Any]) -> Path:
         claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")

@@ -27,6 +27,7 @@ from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.controllers.pod_status import PodModel
 from nemotron_sim.controllers.podfiles import (
+    ApiAccess,
     MountError,
     PodFiles,
     PodFileWriter,
@@ -57,14 +58,15 @@ class ProcessPods:
         settings: RunnerSettings,
         *,
         workdir: Path | None = None,
-        api_url: str = "",
+        api: ApiAccess | None = None,
         token_source: PodTokenSource | None = None,
         stop_grace_seconds: float = 5.0,
     ) -> None:
         self._store, self.settings = store, settings
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="nemotron-sim-pods-"))
-        self.api_url, self.token_source = api_url, token_source
+        self.api = api or ApiAccess(lambda path, namespace, token: None)
+        self.token_source = token_source
         self.stop_grace_seconds = stop_grace_seconds
         self._pods: dict[str, _ProcessPod] = {}
         self._session: aiohttp.ClientSession | None = None
@@ -127,7 +129,7 @@ class ProcessPods:
             def token(seconds: int, audiences: tuple[str, ...]) -> str:
                 return source(pod, seconds, audiences)
 
-        writer = PodFileWriter(root, self.workdir / "claims", self._lookup, self.api_url, token)
+        writer = PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
         delay = max(self.settings.crash_backoff_seconds, 0.05)
         while True:
             try:

@@ -18,7 +18,7 @@ from kubernetes.client.rest import ApiException
 from nemotron_sim.apiserver import ResourceKey, SimApiServer
 from nemotron_sim.apiserver.authz import ROLE_BINDINGS, ROLES
 from nemotron_sim.apiserver.tokens import SERVICE_ACCOUNTS
-from tests.integration.apiserver.conftest import ApiHandle
+from tests.integration.apiserver.conftest import CRD_FILE, ApiHandle
 
 SA = "system:serviceaccount:default:op"
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")
@@ -201,3 +201,16 @@ def test_the_admin_kubeconfig_trusts_the_server_certificate(api: ApiHandle) -> N
     assert cluster["server"].startswith("https://127.0.0.1:")
     assert base64.b64decode(cluster["certificate-authority-data"]).startswith(b"-----BEGIN CERT")
     assert "system:admin" in api.kubectl("auth", "whoami").stdout
+
+
+def test_kubectl_explain_reads_custom_resource_schemas(api: ApiHandle) -> None:
+    api.kubectl("apply", "-f", str(CRD_FILE))  # no --validate=false needed
+    engine = api.kubectl("explain", "nemotrondeployment.spec.engine").stdout
+    assert "KIND:       NemotronDeployment" in engine
+    assert "VERSION:    v1alpha1" in engine
+    assert "vLLM engine settings." in engine
+    assert "gpuMemoryUtilization\t<number>" in engine
+    assert "Fraction of each GPU's memory vLLM may use" in engine
+    top = api.kubectl("explain", "nd").stdout
+    assert "NemotronDeployment serves one NVIDIA Nemotron model" in top
+    assert "APIVersion defines the versioned schema" in top

@@ -27,9 +27,9 @@ import aiohttp
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.ipam import LoopbackPool
-from nemotron_sim.controllers.kinds import PODS
+from nemotron_sim.controllers.kinds import NODES, PODS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
-from nemotron_sim.controllers.podenv import expanded_argv
+from nemotron_sim.controllers.podenv import container_env, expanded_argv
 from nemotron_sim.controllers.runtime import (
     EventRecorder,
     involved,
@@ -37,6 +37,7 @@ from nemotron_sim.controllers.runtime import (
     now_rfc3339,
 )
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.vllm.kv_cache import parse_bias
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -51,6 +52,13 @@ class KubeletSettings:
     init_seconds: float = 0.05  # how long each init container "runs"
     probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
     crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
+    # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
+    # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
+    kv_cache_bias: float = 0.0
+
+
+KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def is_vllm_serve(argv: list[str]) -> bool:
@@ -166,12 +174,19 @@ class Kubelet:
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
+        gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             argv = expanded_argv(seen, container)
             if is_vllm_serve(argv):
                 try:
+                    bias = container_env(seen, container).get(KV_CACHE_BIAS_ENV)
                     stubs[container["name"]] = StubVllm(
-                        argv, load_seconds=self.settings.load_seconds
+                        argv,
+                        load_seconds=self.settings.load_seconds,
+                        gpu_product=gpu_product,
+                        kv_cache_bias=self.settings.kv_cache_bias
+                        if bias is None
+                        else parse_bias(KV_CACHE_BIAS_ENV, bias),
                     )
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
@@ -186,6 +201,13 @@ class Kubelet:
                 with contextlib.suppress(Exception):
                     await stub.stop()
             self._pod_ips.release(running.pod_ip)
+
+    def _gpu_product(self, node_name: str | None) -> str | None:
+        """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
+        node = self._store.get(NODES, None, node_name) if node_name else None
+        labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+        product = labels.get(GPU_PRODUCT_LABEL)
+        return str(product) if product else None
 
     def _allocate_ip(self, ports: list[int]) -> str:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""

@@ -50,7 +50,7 @@ def deployment_series(metrics: OperatorMetrics, name: str) -> dict[str, float]:
 
 def populate(metrics: OperatorMetrics, name: str, product: str = "NVIDIA-H200") -> Plan:
     plan = Plan.model_validate(full_status()["plan"] | {"kvCacheBlocks": 6000})
-    metrics.set_readiness("ai", name, product, DeploymentFigures(2, 1, False, None))
+    metrics.set_readiness("ai", name, product, DeploymentFigures(2, 1, False, 412.0))
     metrics.set_plan("ai", name, product, PlanFigures.from_plan(plan))
     metrics.set_throughput("ai", name, product, FIGURES)
     observed = observed_cache("p", CacheConfigInfo({"num_gpu_blocks": "5400"}), plan)

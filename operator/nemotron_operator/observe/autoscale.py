@@ -10,8 +10,9 @@ Rules (docs/observability.md):
   One step at a time; each step restarts the delay.
 - Hold while any replica is still loading (desired > ready): never remove a loading replica, and
   never add more before the last ones have absorbed load.
-- Never ask for more replicas than the GPUs known to be free can hold (``free_gpus`` ÷ GPUs per
-  replica); then stop at what fits and report ``capacity_limited`` (CapacityAvailable=False).
+- Never ask for more replicas than the GPUs known to exist can hold (``replicas_that_fit``: the
+  GPU inventory's free slots, this deployment's own pods counted as free); then stop at what fits
+  and report ``capacity_limited`` (CapacityAvailable=False).
 - Always within [minReplicas, maxReplicas]: a replica count outside is corrected at once.
 - Without a sample (no ready replica answered) nothing changes except the clamp.
 """
@@ -41,8 +42,11 @@ class AutoscaleInputs:
     ready_replicas: int
     requests_waiting: int | None  # None: no figures this tick
     kv_cache_usage: float | None
+    gpu_product: str
     gpus_per_replica: int
-    free_gpus: int | None  # GPUs of the plan's product free in the cluster; None: unknown/elastic
+    # Replicas the cluster's GPUs of the plan's product can hold in all (this deployment's own
+    # pods counted as free); None: elastic (Karpenter) or unknown.
+    replicas_that_fit: int | None
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,6 @@ def _signal(spec: AutoscalingSpec, inputs: AutoscaleInputs) -> float | None:
     if inputs.requests_waiting is None:
         return None
     return inputs.requests_waiting / max(1, inputs.ready_replicas)
-
-
-def _capacity_ceiling(inputs: AutoscaleInputs) -> int | None:
-    if inputs.free_gpus is None:
-        return None
-    return inputs.replicas + max(0, inputs.free_gpus) // max(1, inputs.gpus_per_replica)
 
 
 def decide(
@@ -116,16 +114,17 @@ def _scale_up(  # noqa: PLR0917 - private helper of decide(), called once
     if now - since < spec.scale_up_stabilization_seconds:
         return AutoscaleDecision(current, held, "Stabilizing", "")
     wanted = min(spec.max_replicas, max(current + 1, math.ceil(inputs.ready_replicas * ratio)))
-    ceiling = _capacity_ceiling(inputs)
+    ceiling = inputs.replicas_that_fit
     if ceiling is not None and wanted > ceiling:
         if ceiling <= current:
             return AutoscaleDecision(
                 current,
                 held,
                 "InsufficientCapacity",
-                f"Wanted {wanted} replicas ({described}) but the cluster has "
-                f"{inputs.free_gpus} free GPUs of the planned product and a replica needs "
-                f"{inputs.gpus_per_replica}: staying at {current}",
+                f"Wanted {wanted} replicas ({described}) but the cluster's "
+                f"{inputs.gpu_product} GPUs hold {max(0, ceiling)} replicas of "
+                f"{inputs.gpus_per_replica} GPUs: staying at {current}; add "
+                f"{inputs.gpu_product} nodes or lower autoscaling.maxReplicas",
                 capacity_limited=True,
             )
         return AutoscaleDecision(
@@ -133,7 +132,7 @@ def _scale_up(  # noqa: PLR0917 - private helper of decide(), called once
             AutoscaleState(),
             "ScaledUpToCapacity",
             f"Scaled from {current} to {ceiling} replicas ({described}); wanted {wanted}, but "
-            f"only {inputs.free_gpus} GPUs of the planned product are free",
+            f"the cluster's {inputs.gpu_product} GPUs hold only {ceiling}",
             capacity_limited=True,
         )
     return AutoscaleDecision(

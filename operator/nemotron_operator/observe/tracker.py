@@ -36,6 +36,7 @@ class DeploymentTracker:
     plan_check_status: PlanCheck | None = None
     autoscale: AutoscaleState = field(default_factory=AutoscaleState)
     last_figures: ThroughputFigures | None = None
+    last_plan_check: PlanCheckResult | None = None
 
     def update(
         self,
@@ -56,10 +57,16 @@ class DeploymentTracker:
         }
         self.last_figures = figures
         candidate = change.to_status(figures, sampled_at)
-        moved = change.changed_figures(self.shown, candidate)
+        # Warm-up: pods answered but none has a previous sample yet (the first scrape, or an
+        # operator restart), so there are no rates to show — keep what status shows.
+        warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
+        moved = () if warming_up else change.changed_figures(self.shown, candidate)
         if moved:
             self.shown = candidate
-        result, check_changed = self._check_plan(plan, samples, pod_names, sampled_at)
+        result, check_changed = self._check_plan(
+            plan, samples, pod_names, sampled_at, shortfall_threshold
+        )
+        self.last_plan_check = result
         return TrackerUpdate(
             figures=figures,
             throughput=self.shown if self.shown is not None else candidate,
@@ -75,6 +82,7 @@ class DeploymentTracker:
         samples: Mapping[str, PodSample],
         pod_names: Mapping[str, str],
         checked_at: str,
+        threshold: float,
     ) -> tuple[PlanCheckResult | None, bool]:
         if plan is None:
             return None, False
@@ -86,10 +94,18 @@ class DeploymentTracker:
             if observed is not None:
                 self.checked[key] = observed
                 changed = True
-        result = plan_check.compare(plan, list(self.checked.values()))
-        if changed and result is not None:
-            self.plan_check_status = plan_check.to_status(result, checked_at)
-        return result, changed
+        result = plan_check.compare(plan, list(self.checked.values()), threshold)
+        if not changed or result is None:
+            return result, False
+        fresh = plan_check.to_status(result, checked_at)
+        if (
+            self.plan_check_status is not None
+            and fresh.model_copy(update={"checked_at": self.plan_check_status.checked_at})
+            == self.plan_check_status
+        ):
+            return result, False  # the same figures (e.g. re-checked after an operator restart)
+        self.plan_check_status = fresh
+        return result, True
 
     def forget_pods(self, live_keys: set[str]) -> None:
         """Drop what is known about pods that no longer exist (deleted or replaced)."""
@@ -100,3 +116,4 @@ class DeploymentTracker:
         """The plan changed: every pod must be checked against the new one."""
         self.checked.clear()
         self.plan_check_status = None
+        self.last_plan_check = None

@@ -9,6 +9,7 @@ re-queue with a delay; an invalid or infeasible spec is not an error but a statu
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller import children
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
+from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import (
@@ -66,6 +68,7 @@ class Outcome:
     status: NemotronDeploymentStatus | None = None
     plan_result: PlanResult | None = None
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
+    created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
 
 
 def _now() -> datetime:
@@ -107,6 +110,7 @@ class Reconciler:
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
         self._served: frozenset[Resource] | None = None
         self._served_at = -1e9
+        self.observability: Observability | None = None  # set by the runtime
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
@@ -170,7 +174,11 @@ class Reconciler:
         live = await children.read_live(
             self.kube, namespace, names, uid=metadata["uid"], served=served
         )
-        outcome = Outcome("ok" if problem is None else "infeasible", plan_result=result)
+        outcome = Outcome(
+            "ok" if problem is None else "infeasible",
+            plan_result=result,
+            created=metadata.get("creationTimestamp"),
+        )
         karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
         if result is not None:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
@@ -222,8 +230,44 @@ class Reconciler:
             node_pool=node_pool,
             observation=observation,
         )
+        if self.observability is not None:
+            inputs = self._with_observed(raw, deployment, result, pods, inputs)
         await self._write_status(raw, inputs, outcome)
         return outcome
+
+    def _with_observed(
+        self,
+        raw: dict[str, Any],
+        deployment: NemotronDeployment | None,
+        result: PlanResult | None,
+        pods: list[dict[str, Any]],
+        inputs: StatusInputs,
+    ) -> StatusInputs:
+        """What the metrics scraper contributes to status (controller.observability)."""
+        assert self.observability is not None
+        fit = None
+        if inputs.capacity is not None and result is not None and not inputs.karpenter:
+            fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)
+        observation = inputs.observation
+        parts = self.observability.seen(
+            raw,
+            deployment,
+            result.plan if result is not None else None,
+            pods,
+            ready_replicas=observation.ready_replicas if observation is not None else 0,
+            replicas_that_fit=fit,
+            previous=_previous_status(raw),
+        )
+        accurate = parts.plan_accurate
+        return dataclasses.replace(
+            inputs,
+            throughput=parts.throughput,
+            plan_check=parts.plan_check,
+            plan_accurate=None
+            if accurate is None
+            else (accurate.status, accurate.reason, accurate.message),
+            autoscale_capacity_problem=parts.capacity_problem,
+        )
 
     async def _write_status(
         self, raw: dict[str, Any], inputs: StatusInputs, outcome: Outcome

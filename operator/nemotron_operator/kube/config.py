@@ -25,9 +25,16 @@ class Connection:
     _configuration: Any  # kubernetes.client.Configuration: refreshes rotating tokens
 
     def authorization(self) -> str | None:
-        """The Authorization header value, re-read each time (in-cluster tokens rotate)."""
-        value = self._configuration.get_api_key_with_prefix("authorization")
-        return str(value) if value else None
+        """The Authorization header value, re-read each time (in-cluster tokens rotate).
+
+        kubernetes 37's loaders store a token under ``BearerToken`` (older clients used
+        ``authorization``); missing it sends no credentials at all, which a real API server
+        answers as ``system:anonymous``."""
+        for key in ("BearerToken", "authorization"):
+            value = self._configuration.get_api_key_with_prefix(key)
+            if value:
+                return str(value)
+        return None
 
     def ssl_context(self) -> ssl.SSLContext | bool:
         if not self.server.startswith("https"):

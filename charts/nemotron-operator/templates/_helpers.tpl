@@ -54,42 +54,50 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-The namespaced rules: exactly the API calls the operator makes in a served namespace
-(tests/e2e records them and fails on a call the chart does not grant, and flags grants no call
-uses). No Secrets: the HF token reaches vLLM through a secretKeyRef the kubelet resolves.
+The namespaced rules: exactly the API calls the operator makes in a served namespace. The e2e
+suite (tests/e2e) records every request the operator makes and fails on a call the chart does
+not grant, and on a grant no call uses unless it says why the grant is kept. No Secrets: the HF
+token reaches vLLM through a secretKeyRef the kubelet resolves.
 */}}
 {{- define "nemotron-operator.namespacedRules" -}}
+# patch: the NodePool finalizer (a cluster-scoped NodePool cannot have a namespaced owner).
+# finalizers/update: owner references with blockOwnerDeletion need it where the
+# OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift, hardened clusters).
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments"]
   verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments/status"]
-  verbs: ["get", "patch"]
-# Owner references with blockOwnerDeletion need update on the owner's finalizers where the
-# OwnerReferencesPermissionEnforcement admission plugin is on (OpenShift, hardened clusters).
+  verbs: ["patch"]
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments/finalizers"]
   verbs: ["update"]
+# Children: listed to find the operator's own, applied server-side (patch, and create when the
+# apply creates the object), deleted when no longer desired; kopf watches StatefulSets, Services
+# and pods to re-queue their owner.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
-  resources: ["services", "persistentvolumeclaims"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  resources: ["services"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims"]
+  verbs: ["list", "create", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+  verbs: ["list", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-{{- if .Values.rbac.podMonitors }}
+# The operator lists its own PodMonitors wherever the CRD is installed; it writes them only if
+# allowed to.
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["podmonitors"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-{{- end }}
+  verbs: {{ if .Values.rbac.podMonitors }}["list", "create", "patch", "delete"]{{ else }}["list"]{{ end }}
 {{- end -}}
 
 {{/* The single-replica guard's Lease, in the release's namespace: create cannot be limited to
@@ -104,14 +112,20 @@ one name (the name is in the body), get and update can. */}}
   verbs: ["get", "update"]
 {{- end -}}
 
-{{/* Cluster-scoped needs in either mode: GPU nodes (read-only) and Karpenter NodePools. */}}
+{{/* Cluster-scoped needs in either mode: GPU nodes and the pods bound to them (read-only: free
+GPUs are allocatable minus what scheduled pods request), and Karpenter NodePools. */}}
 {{- define "nemotron-operator.clusterRules" -}}
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["get", "list", "watch"]
-{{- if .Values.rbac.karpenterNodePools }}
+  verbs: ["list"]
+{{- if .Values.watchNamespaces }}
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+{{- end }}
+# The operator lists its own NodePools wherever Karpenter is installed; it writes them only if
+# allowed to.
 - apiGroups: ["karpenter.sh"]
   resources: ["nodepools"]
-  verbs: ["get", "list", "watch", "create", "patch", "delete"]
-{{- end }}
+  verbs: {{ if .Values.rbac.karpenterNodePools }}["list", "create", "patch", "delete"]{{ else }}["list"]{{ end }}
 {{- end -}}

@@ -262,9 +262,17 @@ def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     ]
     pod = the_deployment(objects)["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account["metadata"]["name"]
-    resources = {(group, resource) for _, group, resource, _ in rules_of(objects)}
-    assert ("karpenter.sh", "nodepools") not in resources
-    assert ("monitoring.coreos.com", "podmonitors") not in resources
+    # Without their switches, NodePools and PodMonitors are only listed (to find the operator's
+    # own where the CRDs exist), never written.
+    optional = {
+        (g, r, v)
+        for _, g, r, v in rules_of(objects)
+        if (g, r) in {("karpenter.sh", "nodepools"), ("monitoring.coreos.com", "podmonitors")}
+    }
+    assert optional == {
+        ("karpenter.sh", "nodepools", "list"),
+        ("monitoring.coreos.com", "podmonitors", "list"),
+    }
 
 
 def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
@@ -280,7 +288,12 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
         assert binding["subjects"][0]["namespace"] == NAMESPACE
     (cluster_role,) = of_kind(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
-    assert cluster_wide == {("", "nodes", "get"), ("", "nodes", "list"), ("", "nodes", "watch")}
+    # Read-only: GPU nodes and the pods bound to them (free GPUs), and the operator's NodePools.
+    assert cluster_wide == {
+        ("", "nodes", "list"),
+        ("", "pods", "list"),
+        ("karpenter.sh", "nodepools", "list"),
+    }
     (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
     assert cluster_binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -312,12 +325,13 @@ def test_lease_role_is_limited_to_the_operators_lease_in_its_namespace(render: R
 
 def test_optional_grants_follow_their_switches(render: Render) -> None:
     objects = render("karpenter-and-podmonitors")
+    writes = {"create", "patch", "delete"}
     (cluster_role,) = of_kind(objects, "ClusterRole")
-    cluster_wide = {(g, r) for _, g, r, _ in rules_of([cluster_role])}
-    assert ("karpenter.sh", "nodepools") in cluster_wide  # cluster-scoped: ClusterRole
+    cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
+    assert {("karpenter.sh", "nodepools", v) for v in writes} <= cluster_wide  # cluster-scoped
     (role,) = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] != LEASE_ROLE]
-    namespaced = {(g, r) for _, g, r, _ in rules_of([role])}
-    assert ("monitoring.coreos.com", "podmonitors") in namespaced
+    namespaced = {(g, r, v) for _, g, r, v in rules_of([role])}
+    assert {("monitoring.coreos.com", "podmonitors", v) for v in writes} <= namespaced
 
 
 @pytest.mark.parametrize(

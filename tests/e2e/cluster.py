@@ -1,0 +1,243 @@
+"""The cluster the e2e suite drives, as a user would: a kubeconfig, kubectl and helm.
+
+Two kinds, one interface:
+- the simulated cluster (the default, and what CI runs): started in this process on loopback,
+  with a node without GPUs for the operator and GPU nodes for the serving pods. The operator's
+  image (``ghcr.io/nemotron-operator/nemotron-operator``, any tag) runs as a real child process
+  under its ServiceAccount's token, so the chart's RBAC is enforced.
+- a real cluster, only with ``KIND_E2E=1`` (``hack/kind-e2e.sh`` sets it, with ``KUBECONFIG``):
+  the images were built and loaded by that script. An exported ``KUBECONFIG`` alone never sends
+  the suite to a real cluster: it installs and deletes things.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from tests.helm import CHART, helm_env, run_helm
+from tests.integration.conftest import kubectl_binary, run_kubectl
+
+T = TypeVar("T")
+
+KIND = os.environ.get("KIND_E2E") == "1"
+RELEASE = "nemotron-operator"
+OPERATOR_NAMESPACE = "nemotron-system"
+WORKLOAD_NAMESPACE = "nemotron-e2e"
+EXAMPLE = Path(__file__).resolve().parent / "nano-stub.yaml"
+# What hack/kind-e2e.sh builds and loads; the simulated cluster runs any tag of the repository.
+KIND_OPERATOR_TAG = "e2e"
+# Nodes of the simulated cluster: the GPU node the example fits on.
+SIM_NODES = "NVIDIA-H200:8x1"
+
+
+@dataclass
+class E2ECluster:
+    """What the tests use: kubectl and helm against one cluster, and how to reach a Service."""
+
+    env: dict[str, str]
+    workdir: Path
+    kind: bool
+    # What the simulated API server authorized, for the RBAC audit (None on kind).
+    audit: AuthorizationLog | None = None
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        return run_kubectl(self.env, *args, input=input, check=check, timeout=timeout)
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.kubectl(*args, "-o", "json").stdout)
+
+    def helm(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_helm(self.env, *args, check=check, timeout=240.0)
+
+    def install_values(self) -> list[str]:
+        """Values for this cluster: the kind tier's locally loaded image; debug logs everywhere,
+        so the HF-token check reads the most the operator ever logs; a short resync."""
+        values = [
+            "--set",
+            "operator.logLevel=debug",
+            "--set",
+            "operator.resyncSeconds=2",
+        ]
+        if self.kind:
+            values += ["--set", f"image.tag={KIND_OPERATOR_TAG}", "--set", "image.pullPolicy=Never"]
+        return values
+
+    def helm_install(self, *extra: str) -> subprocess.CompletedProcess[str]:
+        return self.helm(
+            "install",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            OPERATOR_NAMESPACE,
+            "--create-namespace",
+            "--wait",
+            "--timeout",
+            "180s",
+            *self.install_values(),
+            *extra,
+        )
+
+    @contextlib.contextmanager
+    def reach(self, url: str) -> Iterator[str]:
+        """``url`` (``http://SERVICE.NAMESPACE.svc:PORT/path``) as this machine can reach it.
+
+        In the simulated cluster a Service's ClusterIP is a loopback address; on kind the
+        cluster network is not reachable from the host, so ``kubectl port-forward`` carries it.
+        """
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        service, namespace = host.split(".")[:2]
+        port = parts.port or 80
+        if not self.kind:
+            ip = self.kubectl(
+                "get", "service", service, "-n", namespace, "-o", "jsonpath={.spec.clusterIP}"
+            ).stdout
+            yield f"http://{ip}:{port}{parts.path}"
+            return
+        local = _free_port()
+        forward = subprocess.Popen(
+            [
+                kubectl_binary(),
+                "port-forward",
+                f"service/{service}",
+                f"{local}:{port}",
+                "-n",
+                namespace,
+            ],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_until(lambda: _port_open(local), seconds=30, what="kubectl port-forward")
+            yield f"http://127.0.0.1:{local}{parts.path}"
+        finally:
+            forward.terminate()
+            forward.wait(10)
+
+
+@dataclass(frozen=True)
+class Authorization:
+    """One authorization decision of the API server for a ServiceAccount's request."""
+
+    username: str
+    api_group: str
+    resource: str  # with its subresource: nemotrondeployments/status
+    verb: str
+    namespace: str
+    name: str
+    allowed: bool
+
+
+class AuthorizationLog:
+    """Wraps the simulated API server's RBAC authorizer and records every decision it makes for
+    a bearer-token user (kube-apiserver's audit log, reduced to what the RBAC audit needs)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.decisions: list[Authorization] = []
+
+    def authorize(self, user: Any, attrs: Any) -> Any:
+        decision = self._inner.authorize(user, attrs)
+        if attrs.resource_request:
+            self.decisions.append(
+                Authorization(
+                    user.username,
+                    attrs.api_group,
+                    attrs.combined_resource,
+                    attrs.verb,
+                    attrs.namespace,
+                    attrs.name,
+                    bool(decision.allowed),
+                )
+            )
+        return decision
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def wait_until(
+    check: Callable[[], T], *, seconds: float = 60.0, every: float = 0.2, what: str = ""
+) -> T:
+    """Poll ``check`` (bounded) until it returns something truthy."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {seconds}s waiting for {what or check}")
+        time.sleep(every)
+
+
+def post_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> Any:
+    request = urllib.request.Request(  # noqa: S310 (a loopback or port-forwarded http URL)
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        return json.load(response)
+
+
+def get_json(url: str, timeout: float = 30.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+        return json.load(response)
+
+
+@contextlib.contextmanager
+def e2e_cluster(workdir: Path) -> Iterator[E2ECluster]:
+    """The cluster KIND_E2E names, or a fresh simulated one (stopped afterwards)."""
+    base = {**os.environ, "KUBECACHEDIR": str(workdir / "kubecache")}
+    if KIND:
+        if not os.environ.get("KUBECONFIG"):
+            raise RuntimeError("KIND_E2E=1 needs KUBECONFIG (hack/kind-e2e.sh sets both)")
+        yield E2ECluster(env=helm_env(base, workdir), workdir=workdir, kind=True)
+        return
+    from nemotron_sim.cluster import BackgroundCluster
+
+    options: dict[str, Any] = {
+        "nodes": SIM_NODES,
+        "kubeconfig": workdir / "kubeconfig",
+        "init_seconds": 0.01,
+        "probe_period": 0.05,
+        "system_nodes": 1,
+        "stop_grace_seconds": 5.0,
+    }
+    with BackgroundCluster(**options) as background:
+
+        def record(cluster: Any) -> AuthorizationLog:
+            gate = cluster.api.handler.gate
+            gate.authorizer = AuthorizationLog(gate.authorizer)
+            log: AuthorizationLog = gate.authorizer
+            return log
+
+        audit = background.call(record)
+        env = helm_env({**base, "KUBECONFIG": str(workdir / "kubeconfig")}, workdir)
+        yield E2ECluster(env=env, workdir=workdir, kind=False, audit=audit)

@@ -64,12 +64,14 @@ class E2ECluster:
 
     def install_values(self) -> list[str]:
         """Values for this cluster: the kind tier's locally loaded image; debug logs everywhere,
-        so the HF-token check reads the most the operator ever logs; a short resync."""
+        so the HF-token check reads the most the operator ever logs; a short resync and scrape."""
         values = [
             "--set",
             "operator.logLevel=debug",
             "--set",
             "operator.resyncSeconds=2",
+            "--set",
+            "operator.scrapeSeconds=1",
         ]
         if self.kind:
             values += ["--set", f"image.tag={KIND_OPERATOR_TAG}", "--set", "image.pullPolicy=Never"]

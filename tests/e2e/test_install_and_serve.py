@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,6 +181,39 @@ def test_deployment_becomes_ready_and_answers_a_chat_completion(served: E2EClust
         )
     assert answer["choices"][0]["message"]["content"]
     assert answer["usage"]["completion_tokens"] > 0
+
+
+def test_status_reports_tokens_per_second_and_the_operator_serves_metrics(
+    served: E2ECluster,
+) -> None:
+    endpoint = nemotron_deployment(served)["status"]["endpoint"]
+    metrics_url = f"http://{OPERATOR}-metrics.{OPERATOR_NAMESPACE}.svc:8081/metrics"
+    with served.reach(endpoint) as base, served.reach(metrics_url) as metrics:
+        model = get_json(f"{base}/models")["data"][0]["id"]
+        body = {"model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 16}
+
+        def tokens_per_second() -> float:
+            post_json(f"{base}/chat/completions", body)  # keep the pods busy while waiting
+            throughput = nemotron_deployment(served)["status"].get("throughput") or {}
+            return float(throughput.get("generationTokensPerSecond") or 0.0)
+
+        rate = wait_until(tokens_per_second, seconds=90, every=0.5, what="tokens/s in status")
+        assert rate > 0
+        # The Tokens/s column of `kubectl get nd` is that figure.
+        table = served.kubectl("get", "nd", NAME, "-n", WORKLOAD_NAMESPACE).stdout
+        assert "TOKENS/S" in table.splitlines()[0]
+        with urllib.request.urlopen(metrics, timeout=30) as response:  # noqa: S310 (loopback)
+            exposition = response.read().decode()
+    # The operator's own metrics, through the chart's metrics Service.
+    ready = [
+        line
+        for line in exposition.splitlines()
+        if line.startswith("nemotron_deployment_ready{")
+        and f'name="{NAME}"' in line
+        and f'namespace="{WORKLOAD_NAMESPACE}"' in line
+    ]
+    assert ready, exposition[-2000:]
+    assert ready[0].endswith(" 1.0"), ready
 
 
 def test_hf_token_never_reaches_logs_events_or_objects(served: E2ECluster) -> None:

@@ -197,6 +197,8 @@ def test_operator_container_runs_the_image_with_settings_from_values(render: Ren
     assert env["NEMOTRON_OPERATOR_HEALTH_PORT"] == str(ports["health"])
     assert env["NEMOTRON_OPERATOR_METRICS_PORT"] == str(ports["metrics"])
     assert env["NEMOTRON_OPERATOR_LOG_LEVEL"] == "INFO"
+    assert env["NEMOTRON_OPERATOR_RESYNC_SECONDS"] == "60"
+    assert env["NEMOTRON_OPERATOR_SCRAPE_SECONDS"] == "30"
     assert "NEMOTRON_OPERATOR_DEFAULT_IMAGE" not in env
     # The Lease lives in the operator's namespace, named after the release.
     assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}

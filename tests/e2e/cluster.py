@@ -77,10 +77,10 @@ class E2ECluster:
             values += ["--set", f"image.tag={KIND_OPERATOR_TAG}", "--set", "image.pullPolicy=Never"]
         return values
 
-    def helm_install(self, *extra: str) -> subprocess.CompletedProcess[str]:
+    def helm_install(self, *extra: str, release: str = RELEASE) -> subprocess.CompletedProcess[str]:
         return self.helm(
             "install",
-            RELEASE,
+            release,
             str(CHART),
             "--namespace",
             OPERATOR_NAMESPACE,

@@ -390,3 +390,48 @@ def test_helm_uninstall_removes_the_operator_and_keeps_the_crd(installed: E2EClu
     assert not cluster_wide.strip(), cluster_wide
     # Helm never deletes what crds/ installed: the CRD (and any NemotronDeployment) stays.
     installed.kubectl("get", "crd", "nemotrondeployments.serving.nemotron.io")
+
+
+def test_per_namespace_mode_serves_only_where_it_may(cluster: E2ECluster) -> None:
+    """Installed again with watchNamespaces: Roles in the served namespace only (plus the small
+    read-only ClusterRole), and the operator serves the example there with nothing denied.
+
+    Another release name, so another Lease: after `helm uninstall` the old operator's Lease is
+    still held (measured on the simulated cluster, which stops a garbage-collected pod without
+    the graceful stop in which the operator releases it), and a reinstall under the same name
+    stands by until it expires (30 s)."""
+    release = "nemotron-ns"
+    account = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{release}-nemotron-operator"
+    already = len(cluster.audit.decisions) if cluster.audit is not None else 0
+    cluster.helm_install("--set", f"watchNamespaces={{{WORKLOAD_NAMESPACE}}}", release=release)
+    cluster.kubectl("apply", "-f", str(EXAMPLE))
+    cluster.kubectl(
+        "wait",
+        f"nemotrondeployment/{NAME}",
+        "-n",
+        WORKLOAD_NAMESPACE,
+        "--for=condition=Ready",
+        "--timeout=180s",
+        timeout=200,
+    )
+    for namespace, expected in ((WORKLOAD_NAMESPACE, "yes"), ("default", "no")):
+        answer = cluster.kubectl(
+            "auth",
+            "can-i",
+            "patch",
+            "statefulsets.apps",
+            f"--as={account}",
+            "-n",
+            namespace,
+            check=False,
+        )
+        assert answer.stdout.strip() == expected, (namespace, answer.stdout, answer.stderr)
+    if cluster.audit is not None:
+        made = [d for d in list(cluster.audit.decisions)[already:] if d.username == account]
+        assert made
+        denied = sorted(
+            {(d.api_group, d.resource, d.verb, d.namespace) for d in made if not d.allowed}
+        )
+        assert not denied, f"per-namespace mode lacks: {denied}"
+    cluster.kubectl("delete", "nemotrondeployment", NAME, "-n", WORKLOAD_NAMESPACE)
+    cluster.helm("uninstall", release, "--namespace", OPERATOR_NAMESPACE, "--wait")

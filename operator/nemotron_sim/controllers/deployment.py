@@ -53,7 +53,7 @@ class DeploymentActions:
 
 def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
     """FNV-32a of the template, encoded with the safe alphabet as ``ComputeHash`` does."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(_pruned(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += str(collision_count).encode()
     value = 0x811C9DC5
@@ -62,12 +62,24 @@ def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in str(value))
 
 
+def _pruned(value: Any) -> Any:
+    """Without nulls, empty strings and empty maps/lists: a template as Go serializes it (with
+    ``creationTimestamp: null``, ``resources: {}``, ``omitempty`` dropping ``value: ""``, as
+    ``kubectl rollout undo`` sends it) compares equal to the same template written by hand."""
+    if isinstance(value, dict):
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in (None, "", {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
-    clean = copy.deepcopy(dict(template))
+    clean: dict[str, Any] = _pruned(copy.deepcopy(dict(template)))
     labels = (clean.get("metadata") or {}).get("labels")
     if labels:
         labels.pop(POD_TEMPLATE_HASH, None)
-    return clean
+    return _pruned(clean)  # type: ignore[no-any-return]
 
 
 def _revision(rs: Mapping[str, Any]) -> int:

@@ -5,11 +5,11 @@ Real processes (``lister.py`` through the image mapping), the pinned helm and ku
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
+from nemotron_sim.controllers.deployment import REVISION
 from nemotron_sim.controllers.kinds import DEPLOYMENTS, PODS, REPLICASETS
 from tests.integration.processes.conftest import CHART, Helm
 
@@ -69,8 +69,8 @@ def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
     assert terminated["message"] == "exiting on purpose"
     pod_name = pods(sim_cluster, "crash")[0]["metadata"]["name"]
-    previous = sim_cluster.kubectl("logs", pod_name, "--previous").stdout
-    assert "exiting on purpose" in previous
+    previous = sim_cluster.kubectl("logs", pod_name, "--previous", "--tail", "1").stdout
+    assert previous == "exiting on purpose\n"
     listing = sim_cluster.kubectl("get", "pods", pod_name).stdout
     assert "CrashLoopBackOff" in listing or "Running" in listing
 
@@ -94,6 +94,17 @@ def test_deleting_a_pod_sends_sigterm_and_waits_for_the_grace_period(
     assert any(line.startswith("SIGTERM") for line in lines), lines
     pid = int(lines[0].split("pid=")[1])
     assert not Path(f"/proc/{pid}").exists()
+    # --force --grace-period=0 removes the replacement at once and kills its process.
+    replacement = sim_cluster.wait_until(lambda: pods(sim_cluster, "term"), what="replacement")
+    replacement_name = replacement[0]["metadata"]["name"]
+    sim_cluster.wait_until(lambda: len(signals.read_text().splitlines()) >= 3, what="started")
+    started = time.monotonic()
+    sim_cluster.kubectl("delete", "pod", replacement_name, "--force", "--grace-period=0")
+    assert time.monotonic() - started < 5
+    assert sim_cluster.get(PODS, NS, replacement_name) is None
+    second_pid = int(signals.read_text().splitlines()[-1].split("pid=")[1])
+    sim_cluster.wait_until(lambda: not Path(f"/proc/{second_pid}").exists(), seconds=5,
+                           what="the killed process to be gone")  # fmt: skip
 
 
 def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, helm: Helm) -> None:
@@ -103,9 +114,7 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     assert 'deployment "roll" successfully rolled out' in status.stdout
     sets = sim_cluster.list(REPLICASETS, NS, "app=roll")
     assert len(sets) == 2
-    revisions = sorted(
-        int(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]) for rs in sets
-    )
+    revisions = sorted(int(rs["metadata"]["annotations"][REVISION]) for rs in sets)
     assert revisions == [1, 2]
     history = sim_cluster.kubectl("rollout", "history", "deployment/roll").stdout
     assert "1" in history
@@ -119,7 +128,16 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     logs = sim_cluster.kubectl("logs", live[0]["metadata"]["name"]).stdout
     assert "greeting: hallo" in logs
     deploy = sim_cluster.get(DEPLOYMENTS, NS, "roll")
-    assert json.dumps(deploy["status"]["updatedReplicas"]) == "2"
+    assert deploy["status"]["updatedReplicas"] == 2
+    columns = sim_cluster.kubectl("get", "deployment", "roll").stdout.split()
+    assert columns[5:9] == ["roll", "2/2", "2", "2"]  # NAME READY UP-TO-DATE AVAILABLE
+    # Undo to revision 1 reuses that ReplicaSet: it becomes revision 4.
+    sim_cluster.kubectl("rollout", "undo", "deployment/roll", "--to-revision=1")
+    sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    first = next(rs for rs in sets if rs["metadata"]["annotations"][REVISION] == "1")
+    reused = sim_cluster.get(REPLICASETS, NS, first["metadata"]["name"])
+    assert reused["metadata"]["annotations"][REVISION] == "4"
+    assert reused["status"]["availableReplicas"] == 2
 
 
 def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(

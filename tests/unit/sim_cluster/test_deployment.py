@@ -146,3 +146,14 @@ def test_replica_set_creates_missing_pods_and_deletes_unready_first() -> None:
     assert actions.delete_pods == ["b", "c"]
     assert actions.status["readyReplicas"] == 1
     assert actions.status["replicas"] == 3
+
+
+def test_a_template_as_go_serializes_it_matches_the_existing_replica_set() -> None:
+    rs = settled(reconcile(deployment(), [], {}, NOW).create or {})
+    undone = deployment()
+    template = undone["spec"]["template"]
+    template["metadata"]["creationTimestamp"] = None
+    template["spec"]["containers"][0].update(resources={}, env=[])
+    actions = reconcile(undone, [rs], {}, NOW)
+    assert actions.create is None
+    assert template_hash(template) == rs["metadata"]["labels"][POD_TEMPLATE_HASH]

@@ -49,6 +49,7 @@ class _ProcessPod:
     runners: dict[str, ProcessContainer] = field(default_factory=dict)
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     terminating: asyncio.Task[None] | None = None
+    renewing: asyncio.Task[None] | None = None
 
 
 class ProcessPods:
@@ -97,7 +98,9 @@ class ProcessPods:
         root = self.workdir / f"{md.get('namespace')}_{md['name']}_{uid[:8]}"
         entry = _ProcessPod(pod, root)
         self._pods[uid] = entry
-        files = await self._files(pod, root, model, write, record)
+        writer = self._writer(pod, root)
+        files = await self._files(pod, writer, model, write, record)
+        entry.renewing = asyncio.create_task(_renew(writer))
         specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
         for state in model.containers:
             spec = specs.get(state.name) or {}
@@ -111,17 +114,7 @@ class ProcessPods:
             entry.tasks[state.name] = asyncio.create_task(runner.run())
         return list(entry.tasks.values())
 
-    async def _files(
-        self,
-        pod: dict[str, Any],
-        root: Path,
-        model: PodModel,
-        write: Callable[[], None],
-        record: Recorder,
-    ) -> PodFiles:
-        md = pod["metadata"]
-        account_name = service_account(pod)
-        account = self._store.peek(SERVICEACCOUNTS, md.get("namespace"), account_name)
+    def _writer(self, pod: dict[str, Any], root: Path) -> PodFileWriter:
         token = None
         if self.token_source is not None:
             source = self.token_source
@@ -129,7 +122,18 @@ class ProcessPods:
             def token(seconds: int, audiences: tuple[str, ...]) -> str:
                 return source(pod, seconds, audiences)
 
-        writer = PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
+        return PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
+
+    async def _files(
+        self,
+        pod: dict[str, Any],
+        writer: PodFileWriter,
+        model: PodModel,
+        write: Callable[[], None],
+        record: Recorder,
+    ) -> PodFiles:
+        md = pod["metadata"]
+        account = self._store.peek(SERVICEACCOUNTS, md.get("namespace"), service_account(pod))
         delay = max(self.settings.crash_backoff_seconds, 0.05)
         while True:
             try:
@@ -202,6 +206,8 @@ class ProcessPods:
             if runner.process is not None:
                 runner.process.kill_now()
             entry.tasks[name].cancel()
+        if entry.renewing is not None:
+            entry.renewing.cancel()
         shutil.rmtree(entry.root, ignore_errors=True)
 
     async def stop(self) -> None:
@@ -250,3 +256,10 @@ class ProcessPods:
             return LogTarget(logs[-1] if waiting else logs[-2], lambda: False)
         path = logs[-1]
         return LogTarget(path, lambda: path is not None and runner.instance_live(path))
+
+
+async def _renew(writer: PodFileWriter) -> None:
+    """Keep the pod's tokens fresh while it runs (the kubelet renews at 80 % of the lifetime)."""
+    while writer.token_files:
+        await asyncio.sleep(0.8 * min(seconds for _, seconds, _ in writer.token_files))
+        writer.renew_tokens()

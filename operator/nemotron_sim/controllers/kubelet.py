@@ -267,7 +267,8 @@ class Kubelet:
             else:
                 probes.append(asyncio.create_task(self._probe(running, model, state, target)))
         self._write(running, model)
-        self._record(running, pod, "Started", "Started containers (simulated)")
+        if not all(self.settings.programs.runs(c) for c in specs.values()):
+            self._record(running, pod, "Started", "Started containers (simulated)")
         try:
             await asyncio.gather(*probes, return_exceptions=True)
         finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -158,5 +159,7 @@ async def _http(
 
 
 def _reason(error: OSError) -> str:
-    text = (error.strerror or str(error)).lower()
-    return "connection refused" if "refused" in text else text
+    """Go's wording of a failed connect."""
+    if error.errno == errno.ECONNREFUSED or "refused" in str(error).lower():
+        return "connection refused"
+    return (error.strerror or str(error)).lower()

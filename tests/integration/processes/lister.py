@@ -3,7 +3,8 @@
 Lists the ConfigMaps of its namespace with the ServiceAccount kubeconfig the kubelet gives it
 (``KUBECONFIG``), prints the names, serves ``/healthz`` on the pod IP for probes, and records the
 signals it gets in ``$SIGNAL_LOG``. A 403 is printed and makes it exit 1. ``EXIT_AFTER`` seconds
-and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after SIGTERM.
+and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after SIGTERM;
+``UNHEALTHY_AFTER`` seconds makes ``/livez`` answer 500.
 """
 
 from __future__ import annotations
@@ -52,11 +53,17 @@ def list_configmaps() -> list[str]:
     return [item["metadata"]["name"] for item in body.get("items", [])]
 
 
+STARTED = time.monotonic()
+
+
 class Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200)
+        unhealthy_after = os.environ.get("UNHEALTHY_AFTER")
+        failing = unhealthy_after and time.monotonic() - STARTED > float(unhealthy_after)
+        code = 500 if self.path == "/livez" and failing else 200
+        self.send_response(code)
         self.end_headers()
-        self.wfile.write(b"ok")
+        self.wfile.write(b"ok" if code == 200 else b"unhealthy")
 
     def log_message(self, *args: Any) -> None:
         pass

@@ -71,6 +71,8 @@ def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(
     pod_name = pods(sim_cluster, "crash")[0]["metadata"]["name"]
     previous = sim_cluster.kubectl("logs", pod_name, "--previous", "--tail", "1").stdout
     assert previous == "exiting on purpose\n"
+    followed = sim_cluster.kubectl("logs", "-f", pod_name, timeout=15).stdout
+    assert "exiting on purpose" in followed  # -f ends with the instance
     listing = sim_cluster.kubectl("get", "pods", pod_name).stdout
     assert "CrashLoopBackOff" in listing or "Running" in listing
 
@@ -167,3 +169,18 @@ def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(
         seconds=30,
         what="ready once bound",
     )
+
+
+def test_a_failing_liveness_probe_kills_and_restarts_the_container(
+    sim_cluster: Any, helm: Helm
+) -> None:
+    helm("install", "sick", str(CHART), "--wait", "--timeout", "40s",
+         "--set", "unhealthyAfter=0.5", "--set", "terminationGracePeriodSeconds=2")  # fmt: skip
+    sim_cluster.wait_until(
+        lambda: any(container(p).get("restartCount", 0) >= 1 for p in pods(sim_cluster, "sick")),
+        seconds=30,
+        what="a restart after the liveness probe failed",
+    )
+    events = sim_cluster.kubectl("get", "events", "-o", "json").stdout
+    assert "Liveness probe failed: HTTP probe failed with statuscode: 500" in events
+    assert "Container lister failed liveness probe, will be restarted" in events

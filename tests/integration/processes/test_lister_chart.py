@@ -140,6 +140,9 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     reused = sim_cluster.get(REPLICASETS, NS, first["metadata"]["name"])
     assert reused["metadata"]["annotations"][REVISION] == "4"
     assert reused["status"]["availableReplicas"] == 2
+    sim_cluster.kubectl("scale", "deployment/roll", "--replicas=3")
+    sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    assert len(pods(sim_cluster, "roll")) == 3
 
 
 def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from nemotron_sim.controllers.deployment import (
     REVISION,
@@ -157,3 +159,29 @@ def test_a_template_as_go_serializes_it_matches_the_existing_replica_set() -> No
     actions = reconcile(undone, [rs], {}, NOW)
     assert actions.create is None
     assert template_hash(template) == rs["metadata"]["labels"][POD_TEMPLATE_HASH]
+
+
+def test_a_stalled_rollout_times_out_after_the_progress_deadline() -> None:
+    first = reconcile(deployment(1), [], {}, NOW)
+    rs = settled(first.create or {}, ready=0)
+    deploy = deployment(1, progressDeadlineSeconds=60)
+    deploy["status"] = reconcile(deploy, [rs], {}, NOW).status
+    soon = reconcile(deploy, [rs], {}, NOW + timedelta(seconds=30))
+    assert soon.recheck_after == pytest.approx(30)
+    late = reconcile(deploy, [rs], {}, NOW + timedelta(seconds=61))
+    progressing = {c["type"]: c for c in late.status["conditions"]}["Progressing"]
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert (
+        progressing["message"]
+        == f'ReplicaSet "{rs["metadata"]["name"]}" has timed out progressing.'
+    )
+
+
+def test_a_paused_deployment_does_not_roll() -> None:
+    old = settled(reconcile(deployment(), [], {}, NOW).create or {})
+    paused = deployment(image="b", paused=True)
+    actions = reconcile(paused, [old], {}, NOW)
+    assert actions.create is None
+    assert actions.patches == {}
+    progressing = {c["type"]: c for c in actions.status["conditions"]}["Progressing"]
+    assert progressing["reason"] == "DeploymentPaused"

@@ -35,6 +35,7 @@ from nemotron_sim.controllers.podfiles import (
     service_account,
 )
 from nemotron_sim.controllers.process_runner import ProcessContainer, Recorder, RunnerSettings
+from nemotron_sim.controllers.runtime import log
 
 # (pod, expirationSeconds, audiences) → a bearer token for the pod's ServiceAccount
 PodTokenSource = Callable[[Mapping[str, Any], int, tuple[str, ...]], str]
@@ -111,7 +112,9 @@ class ProcessPods:
                 write=write, record=record, session=self.session,
             )  # fmt: skip
             entry.runners[state.name] = runner
-            entry.tasks[state.name] = asyncio.create_task(runner.run())
+            task = asyncio.create_task(runner.run(), name=f"process-{md['name']}-{state.name}")
+            task.add_done_callback(_log_failure)
+            entry.tasks[state.name] = task
         return list(entry.tasks.values())
 
     def _writer(self, pod: dict[str, Any], root: Path) -> PodFileWriter:
@@ -263,3 +266,9 @@ async def _renew(writer: PodFileWriter) -> None:
     while writer.token_files:
         await asyncio.sleep(0.8 * min(seconds for _, seconds, _ in writer.token_files))
         writer.renew_tokens()
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    """A bug in a container loop must show (the kubelet gathers them without raising)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("kubelet: %s failed", task.get_name(), exc_info=task.exception())

@@ -71,6 +71,7 @@ def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(
     pod_name = pods(sim_cluster, "crash")[0]["metadata"]["name"]
     previous = sim_cluster.kubectl("logs", pod_name, "--previous", "--tail", "1").stdout
     assert previous == "exiting on purpose\n"
+    assert sim_cluster.logs(NS, pod_name, previous=True).endswith("exiting on purpose\n")
     followed = sim_cluster.kubectl("logs", "-f", pod_name, timeout=15).stdout
     assert "exiting on purpose" in followed  # -f ends with the instance
     listing = sim_cluster.kubectl("get", "pods", pod_name).stdout

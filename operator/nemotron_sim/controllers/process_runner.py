@@ -175,6 +175,7 @@ class ProcessContainer:
     async def _run_instance(self, argv: list[str], env: dict[str, str]) -> int:
         log_path = self.files.root / "logs" / self.name / f"{self.state.restart_count}.log"
         log_path.unlink(missing_ok=True)
+        (self.files.root / "home").mkdir(parents=True, exist_ok=True)
         process = ContainerProcess(argv, env, self.files.root / "work", log_path)
         self._started_monotonic = asyncio.get_running_loop().time()
         self._started_at = now_rfc3339()

@@ -51,6 +51,7 @@ class _ProcessPod:
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     terminating: asyncio.Task[None] | None = None
     renewing: asyncio.Task[None] | None = None
+    grace_ends: float = 0.0  # loop time when SIGKILL is due
 
 
 class ProcessPods:
@@ -184,9 +185,15 @@ class ProcessPods:
         entry = self._pods.get(uid)
         if entry is None:
             return False
+        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        loop = asyncio.get_running_loop()
         if entry.terminating is None:
-            grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+            entry.grace_ends = loop.time() + grace
             entry.terminating = asyncio.create_task(self._terminate(uid, entry, grace))
+        elif loop.time() + grace < entry.grace_ends:
+            # A second DELETE with a shorter grace period cuts the wait short.
+            entry.grace_ends = loop.time() + grace
+            loop.call_later(grace, _kill_all, entry)
         return True
 
     async def _terminate(self, uid: str, entry: _ProcessPod, grace: float) -> None:
@@ -272,3 +279,10 @@ def _log_failure(task: asyncio.Task[None]) -> None:
     """A bug in a container loop must show (the kubelet gathers them without raising)."""
     if not task.cancelled() and task.exception() is not None:
         log.error("kubelet: %s failed", task.get_name(), exc_info=task.exception())
+
+
+def _kill_all(entry: _ProcessPod) -> None:
+    for runner in entry.runners.values():
+        if runner.process is not None and runner.process.running:
+            runner.process.signals.append("SIGKILL")
+            runner.process.kill_now()

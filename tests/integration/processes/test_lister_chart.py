@@ -108,6 +108,19 @@ def test_deleting_a_pod_sends_sigterm_and_waits_for_the_grace_period(
     second_pid = int(signals.read_text().splitlines()[-1].split("pid=")[1])
     sim_cluster.wait_until(lambda: not Path(f"/proc/{second_pid}").exists(), seconds=5,
                            what="the killed process to be gone")  # fmt: skip
+    # A second DELETE with a shorter grace period cuts a long one short.
+    sim_cluster.wait_until(lambda: pods(sim_cluster, "term"), what="a third pod")
+    sim_cluster.wait_until(lambda: len(signals.read_text().splitlines()) >= 4, what="started")
+    third = pods(sim_cluster, "term")[0]["metadata"]["name"]
+    sim_cluster.kubectl("delete", "pod", third, "--grace-period=60", "--wait=false")
+    marked = sim_cluster.get(PODS, NS, third)
+    assert marked is not None
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 60
+    assert "Terminating" in sim_cluster.kubectl("get", "pod", third).stdout
+    started = time.monotonic()
+    sim_cluster.kubectl("delete", "pod", third, "--grace-period=1", "--timeout=20s")
+    assert time.monotonic() - started < 8
+    assert sim_cluster.get(PODS, NS, third) is None
 
 
 def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, helm: Helm) -> None:

@@ -99,6 +99,7 @@ class ProcessContainer:
         self.finished_code: int | None = None  # set when it will not be restarted
         self._stopping = False
         self._started_at = ""
+        self._started_monotonic = 0.0
         md = pod.get("metadata") or {}
         self._pod_label = f"{md.get('name')}_{md.get('namespace')}({md.get('uid')})"
         self._backoff = CrashBackoff(
@@ -106,6 +107,8 @@ class ProcessContainer:
         )
 
     def stopping(self) -> bool:
+        """Set by :meth:`terminate` while ``run`` awaits (a method, so a type checker does not
+        assume the flag unchanged across the await)."""
         return self._stopping
 
     @property

@@ -14,7 +14,7 @@ from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
-from nemotron_sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo, ResourceKey
 from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import sim_endpoint
@@ -154,7 +154,12 @@ class ApiHandler:
         if static is not None:
             return static
         if path.startswith("/openapi/"):
-            doc = openapi.document(self.store.resources, path, request.query.get("hash"))
+            doc = openapi.document(
+                self.store.resources,
+                path,
+                request.query.get("hash"),
+                lambda name: self.store.peek(CRD_KEY, None, name),
+            )
             if doc is None:
                 raise _no_such_path(path)
             return json_response(doc)

@@ -18,7 +18,7 @@ from kubernetes.client.rest import ApiException
 from nemotron_sim.apiserver import ResourceKey, SimApiServer
 from nemotron_sim.apiserver.authz import ROLE_BINDINGS, ROLES
 from nemotron_sim.apiserver.tokens import SERVICE_ACCOUNTS
-from tests.integration.apiserver.conftest import ApiHandle
+from tests.integration.apiserver.conftest import CRD_FILE, ApiHandle
 
 SA = "system:serviceaccount:default:op"
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")
@@ -201,3 +201,66 @@ def test_the_admin_kubeconfig_trusts_the_server_certificate(api: ApiHandle) -> N
     assert cluster["server"].startswith("https://127.0.0.1:")
     assert base64.b64decode(cluster["certificate-authority-data"]).startswith(b"-----BEGIN CERT")
     assert "system:admin" in api.kubectl("auth", "whoami").stdout
+
+
+def test_kubectl_explain_reads_custom_resource_schemas(api: ApiHandle) -> None:
+    api.kubectl("apply", "-f", str(CRD_FILE))  # no --validate=false needed
+    engine = api.kubectl("explain", "nemotrondeployment.spec.engine").stdout
+    assert "KIND:       NemotronDeployment" in engine
+    assert "VERSION:    v1alpha1" in engine
+    assert "vLLM engine settings." in engine
+    assert "gpuMemoryUtilization\t<number>" in engine
+    assert "Fraction of each GPU's memory vLLM may use" in engine
+    top = api.kubectl("explain", "nd").stdout
+    assert "NemotronDeployment serves one NVIDIA Nemotron model" in top
+    assert "APIVersion defines the versioned schema" in top
+
+
+async def test_token_and_subject_access_reviews(
+    server: SimApiServer, http: aiohttp.ClientSession
+) -> None:
+    server.store.create(SERVICE_ACCOUNTS, {"metadata": {"name": "op", "namespace": "default"}})
+    _grant_configmap_watch(server)
+    token = server.tokens.issue("default", "op")
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview"}
+    async with http.post("/apis/authentication.k8s.io/v1/tokenreviews",
+                         json={**review, "spec": {"token": token}}) as response:  # fmt: skip
+        assert response.status == 201
+        status = (await response.json())["status"]
+    assert status["authenticated"] is True
+    assert status["user"]["username"] == SA
+    async with http.post("/apis/authentication.k8s.io/v1/tokenreviews",
+                         json={**review, "spec": {"token": "forged"}}) as response:  # fmt: skip
+        assert (await response.json())["status"]["authenticated"] is False
+
+    def access(namespace: str, verb: str) -> dict[str, object]:
+        return {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": SA,
+                "groups": ["system:serviceaccounts", "system:authenticated"],
+                "resourceAttributes": {"namespace": namespace, "verb": verb,
+                                       "resource": "configmaps"},
+            },
+        }  # fmt: skip
+
+    sar = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    async with http.post(sar, json=access("default", "watch")) as response:
+        assert (await response.json())["status"] == {
+            "allowed": True,
+            "reason": 'RBAC: allowed by RoleBinding "cm/default" of Role "cm" to ServiceAccount '
+            '"op/default"',
+        }
+    async with http.post(sar, json=access("default", "delete")) as response:
+        assert (await response.json())["status"] == {"allowed": False}
+    local = "/apis/authorization.k8s.io/v1/namespaces/kube-system/localsubjectaccessreviews"
+    async with http.post(local, json=access("default", "watch")) as response:
+        assert response.status == 400  # the namespace must be the URL's
+    # A SelfSubjectAccessReview over HTTP without credentials is the admin's.
+    ssar = {"spec": {"resourceAttributes": {"verb": "delete", "resource": "nodes"}}}
+    async with http.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                         json=ssar) as response:  # fmt: skip
+        assert (await response.json())["status"]["allowed"] is True
+    async with http.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews") as response:
+        assert response.status == 405

@@ -47,6 +47,10 @@ def test_helm_install_wait_gives_an_available_deployment_whose_logs_list(
     assert "/var/run/secrets/kubernetes.io/serviceaccount" in logs
     status = sim_cluster.kubectl("rollout", "status", "deployment/lister", "--timeout=5s")
     assert "successfully rolled out" in status.stdout
+    helm("uninstall", "lister", "--wait", "--timeout", "30s")
+    assert sim_cluster.get(DEPLOYMENTS, NS, "lister") is None
+    assert pods(sim_cluster, "lister") == []
+    assert sim_cluster.list(PODS, NS, "app=lister") == []  # none left terminating either
 
 
 def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(

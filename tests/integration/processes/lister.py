@@ -4,7 +4,8 @@ Lists the ConfigMaps of its namespace with the ServiceAccount kubeconfig the kub
 (``KUBECONFIG``), prints the names, serves ``/healthz`` on the pod IP for probes, and records the
 signals it gets in ``$SIGNAL_LOG``. A 403 is printed and makes it exit 1. ``EXIT_AFTER`` seconds
 and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after SIGTERM;
-``UNHEALTHY_AFTER`` seconds makes ``/livez`` answer 500.
+``UNHEALTHY_AFTER`` seconds makes ``/livez`` answer 500; ``BIND_HOST``/``PORT`` override where
+it listens (default: the pod IP, port 8080).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def main() -> int:
         return 1
     print(f"listed {len(names)} configmaps: {', '.join(names)}", flush=True)
     port = int(os.environ.get("PORT", "8080"))
-    server = HTTPServer((os.environ.get("NEMOTRON_SIM_POD_IP") or "127.0.0.1", port), Health)
+    host = os.environ.get("BIND_HOST") or os.environ.get("NEMOTRON_SIM_POD_IP") or "127.0.0.1"
+    server = HTTPServer((host, port), Health)  # fails like any server whose port is taken
     threading.Thread(target=server.serve_forever, daemon=True).start()
     exit_after = os.environ.get("EXIT_AFTER")
     if exit_after:

@@ -5,6 +5,7 @@ Real processes (``lister.py`` through the image mapping), the pinned helm and ku
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,25 @@ def test_a_failing_liveness_probe_kills_and_restarts_the_container(
     events = sim_cluster.kubectl("get", "events", "-o", "json").stdout
     assert "Liveness probe failed: HTTP probe failed with statuscode: 500" in events
     assert "Container lister failed liveness probe, will be restarted" in events
+
+
+def test_a_process_that_cannot_bind_its_port_crash_loops_with_the_reason(
+    sim_cluster: Any, helm: Helm
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        helm("install", "bind", str(CHART), "--set", "bindHost=127.0.0.1", "--set", f"port={port}")
+
+        def failed() -> dict[str, Any] | None:
+            for pod in pods(sim_cluster, "bind"):
+                terminated = container(pod).get("lastState", {}).get("terminated")
+                if terminated:
+                    return dict(terminated)
+            return None
+
+        terminated = sim_cluster.wait_until(failed, seconds=30, what="the bind failure")
+    assert terminated["exitCode"] == 1
+    assert terminated["reason"] == "Error"
+    assert terminated["message"] == "OSError: [Errno 98] Address already in use"

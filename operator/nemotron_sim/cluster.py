@@ -17,9 +17,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from nemotron_sim.apiserver.errors import NotFoundError
 from nemotron_sim.apiserver.server import SimApiServer
 from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers.images import ImagePrograms
+from nemotron_sim.controllers.kinds import PODS
 from nemotron_sim.controllers.kubelet import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.controllers.manager import (
     DEFAULT_NODES,
@@ -170,6 +172,22 @@ class SimCluster:
     def stub(self, namespace: str, pod: str) -> StubVllm | None:
         """The stand-in vLLM serving in a pod, if any."""
         return self._running().kubelet.stub(namespace, pod)
+
+    def pod_logs(
+        self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False
+    ) -> str:
+        """What ``kubectl logs POD [-c C] [--previous]`` shows: a process container's output
+        ("" for in-process containers); ApiError (400) as the API would refuse."""
+        obj = self.store.peek(PODS, namespace, pod)
+        if obj is None:
+            raise NotFoundError("pods", "", pod)
+        names = [c.get("name", "") for c in (obj.get("spec") or {}).get("containers") or []]
+        target = self._running().kubelet.processes.log_target(
+            obj, container or (names[0] if names else ""), previous
+        )
+        if target.path is None or not target.path.exists():
+            return ""
+        return target.path.read_text(errors="replace")
 
     async def settle(self, seconds: float = 5.0) -> bool:
         return await self._running().settle(seconds)

@@ -300,41 +300,6 @@ class Store(GarbageCollection):
             grace = self.deletion_grace(info, old, grace_period)
         return copy_obj(self._mark_or_remove(info, old, finalizers, grace))
 
-    def _mark_or_remove(
-        self,
-        info: ResourceInfo,
-        old: dict[str, Any],
-        finalizers: builtins.list[str],
-        grace: int | None,
-    ) -> dict[str, Any]:
-        md = meta(old)
-        if grace:
-            return self._delete_gracefully(info, old, finalizers, grace)
-        if not finalizers:
-            return self._remove(info, old)
-        if md.get("deletionTimestamp"):
-            return old
-        marked = lifecycle.mark_deleted(old, finalizers)
-        stored = self._commit(info, marked, old)
-        if "foregroundDeletion" in finalizers:
-            for ref in list(self._dependents.get(md["uid"], ())):
-                self._delete_ref(ref)
-            self._finish_foreground(md["uid"])
-        return self._current(info, stored)
-
-    def _delete_gracefully(
-        self,
-        info: ResourceInfo,
-        old: dict[str, Any],
-        finalizers: builtins.list[str],
-        grace: int,
-    ) -> dict[str, Any]:
-        current = meta(old).get("deletionGracePeriodSeconds")
-        if meta(old).get("deletionTimestamp") and (current is None or current <= grace):
-            return old  # already terminating; a shorter grace period would cut it short
-        marked = lifecycle.mark_deleted(old, finalizers, grace_seconds=grace)
-        return self._current(info, self._commit(info, marked, old))
-
     # --- watch ------------------------------------------------------------------------------
 
     def subscribe(

@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nemotron_sim.controllers.deployment_conditions import (
+    is_complete,
+    is_progressing,
+    parse_time,
+    replicas_of,
+    set_condition,
+    status_count,
+)
 from nemotron_sim.controllers.replicaset import POD_TEMPLATE_HASH, owner_reference
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -45,7 +53,7 @@ class DeploymentActions:
 
 def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
     """FNV-32a of the template, encoded with the safe alphabet as ``ComputeHash`` does."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(_pruned(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += str(collision_count).encode()
     value = 0x811C9DC5
@@ -54,20 +62,24 @@ def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
     return "".join(_SAFE_ALPHABET[ord(ch) % len(_SAFE_ALPHABET)] for ch in str(value))
 
 
+def _pruned(value: Any) -> Any:
+    """Without nulls, empty strings and empty maps/lists: a template as Go serializes it (with
+    ``creationTimestamp: null``, ``resources: {}``, ``omitempty`` dropping ``value: ""``, as
+    ``kubectl rollout undo`` sends it) compares equal to the same template written by hand."""
+    if isinstance(value, dict):
+        pruned = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in (None, "", {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def _without_hash(template: Mapping[str, Any]) -> dict[str, Any]:
-    clean = copy.deepcopy(dict(template))
+    clean: dict[str, Any] = _pruned(copy.deepcopy(dict(template)))
     labels = (clean.get("metadata") or {}).get("labels")
     if labels:
         labels.pop(POD_TEMPLATE_HASH, None)
-    return clean
-
-
-def _replicas(obj: Mapping[str, Any]) -> int:
-    return int((obj.get("spec") or {}).get("replicas", 1))
-
-
-def _status(obj: Mapping[str, Any], name: str) -> int:
-    return int((obj.get("status") or {}).get(name) or 0)
+    return _pruned(clean)  # type: ignore[no-any-return]
 
 
 def _revision(rs: Mapping[str, Any]) -> int:
@@ -84,7 +96,7 @@ def scaled_value(value: Any, total: int, *, round_up: bool) -> int:
 
 def fenceposts(deploy: Mapping[str, Any]) -> tuple[int, int]:
     """(maxSurge, maxUnavailable) as absolute pod counts; both 0 means unavailable 1."""
-    replicas = _replicas(deploy)
+    replicas = replicas_of(deploy)
     rolling = ((deploy.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
     surge = scaled_value(rolling.get("maxSurge", "25%"), replicas, round_up=True)
     unavailable = scaled_value(rolling.get("maxUnavailable", "25%"), replicas, round_up=False)
@@ -98,7 +110,7 @@ def is_recreate(deploy: Mapping[str, Any]) -> bool:
 
 
 def max_unavailable(deploy: Mapping[str, Any]) -> int:
-    replicas = _replicas(deploy)
+    replicas = replicas_of(deploy)
     if is_recreate(deploy) or replicas == 0:
         return 0
     return min(fenceposts(deploy)[1], replicas)
@@ -117,8 +129,8 @@ def new_replica_set(deploy: Mapping[str, Any], replicas: int, revision: int) -> 
     annotations = {
         **{k: v for k, v in (md.get("annotations") or {}).items() if not _is_rollout_key(k)},
         REVISION: str(revision),
-        DESIRED_REPLICAS: str(_replicas(deploy)),
-        MAX_REPLICAS: str(_replicas(deploy) + surge),
+        DESIRED_REPLICAS: str(replicas_of(deploy)),
+        MAX_REPLICAS: str(replicas_of(deploy) + surge),
     }
     rs_spec: dict[str, Any] = {"replicas": replicas, "selector": selector, "template": template}
     if spec.get("minReadySeconds"):
@@ -188,7 +200,7 @@ def reconcile(
         else:
             _rolling(step)
         _sync_revision(step)
-        if step.new is not None and _complete(deploy, _counts(step)):
+        if step.new is not None and is_complete(deploy, _counts(step)):
             _cleanup(step)
     _finish_status(step)
     return step.actions
@@ -205,14 +217,14 @@ def _create_new(step: _Pass, replicas: int) -> None:
 
 
 def _rolling(step: _Pass) -> None:
-    replicas = _replicas(step.deploy)
+    replicas = replicas_of(step.deploy)
     surge, _ = fenceposts(step.deploy)
-    current = sum(_replicas(rs) for rs in step.all())
+    current = sum(replicas_of(rs) for rs in step.all())
     if step.new is None:
         room = max(0, min(replicas + surge - current, replicas))
         _create_new(step, room)
         return
-    have = _replicas(step.new)
+    have = replicas_of(step.new)
     if have > replicas:
         step.scale(step.new, replicas)
         return
@@ -223,35 +235,35 @@ def _rolling(step: _Pass) -> None:
 
 
 def _scale_down_old(step: _Pass) -> None:
-    if step.new is None or not any(_replicas(rs) for rs in step.old):
+    if step.new is None or not any(replicas_of(rs) for rs in step.old):
         return
-    min_available = _replicas(step.deploy) - max_unavailable(step.deploy)
-    new_unavailable = _replicas(step.new) - _status(step.new, "availableReplicas")
-    total = sum(_replicas(rs) for rs in step.all())
+    min_available = replicas_of(step.deploy) - max_unavailable(step.deploy)
+    new_unavailable = replicas_of(step.new) - status_count(step.new, "availableReplicas")
+    total = sum(replicas_of(rs) for rs in step.all())
     budget = total - min_available - new_unavailable
     if budget <= 0:
         return
     for rs in step.old:  # first the pods that are not available anyway
-        unhealthy = _replicas(rs) - _status(rs, "availableReplicas")
+        unhealthy = replicas_of(rs) - status_count(rs, "availableReplicas")
         cut = min(budget, max(0, unhealthy))
         if cut > 0:
-            step.scale(rs, _replicas(rs) - cut)
+            step.scale(rs, replicas_of(rs) - cut)
             budget -= cut
-    available = sum(_status(rs, "availableReplicas") for rs in step.all())
+    available = sum(status_count(rs, "availableReplicas") for rs in step.all())
     spare = min(budget, available - min_available)
     for rs in step.old:
         if spare <= 0:
             break
-        cut = min(_replicas(rs), spare)
+        cut = min(replicas_of(rs), spare)
         if cut > 0:
-            step.scale(rs, _replicas(rs) - cut)
+            step.scale(rs, replicas_of(rs) - cut)
             spare -= cut
 
 
 def _recreate(step: _Pass, pods_by_rs: Mapping[str, list[dict[str, Any]]]) -> None:
     scaled = False
     for rs in step.old:
-        if _replicas(rs) != 0:
+        if replicas_of(rs) != 0:
             step.scale(rs, 0)
             scaled = True
     running = any(
@@ -262,9 +274,9 @@ def _recreate(step: _Pass, pods_by_rs: Mapping[str, list[dict[str, Any]]]) -> No
     if scaled or running:
         return
     if step.new is None:
-        _create_new(step, _replicas(step.deploy))
-    elif _replicas(step.new) != _replicas(step.deploy):
-        step.scale(step.new, _replicas(step.deploy))
+        _create_new(step, replicas_of(step.deploy))
+    elif replicas_of(step.new) != replicas_of(step.deploy):
+        step.scale(step.new, replicas_of(step.deploy))
 
 
 def _sync_revision(step: _Pass) -> None:
@@ -291,8 +303,8 @@ def _cleanup(step: _Pass) -> None:
     idle = [
         rs
         for rs in step.old
-        if _replicas(rs) == 0
-        and _status(rs, "replicas") == 0
+        if replicas_of(rs) == 0
+        and status_count(rs, "replicas") == 0
         and not rs["metadata"].get("deletionTimestamp")
         and rs["metadata"]["name"] not in step.actions.patches
     ]
@@ -302,35 +314,15 @@ def _cleanup(step: _Pass) -> None:
 
 def _counts(step: _Pass) -> dict[str, int]:
     all_rs = step.all()
-    total_spec = sum(_replicas(rs) for rs in all_rs)
-    available = sum(_status(rs, "availableReplicas") for rs in all_rs)
+    total_spec = sum(replicas_of(rs) for rs in all_rs)
+    available = sum(status_count(rs, "availableReplicas") for rs in all_rs)
     return {
-        "replicas": sum(_status(rs, "replicas") for rs in all_rs),
-        "updatedReplicas": _status(step.new, "replicas") if step.new is not None else 0,
-        "readyReplicas": sum(_status(rs, "readyReplicas") for rs in all_rs),
+        "replicas": sum(status_count(rs, "replicas") for rs in all_rs),
+        "updatedReplicas": status_count(step.new, "replicas") if step.new is not None else 0,
+        "readyReplicas": sum(status_count(rs, "readyReplicas") for rs in all_rs),
         "availableReplicas": available,
         "unavailableReplicas": max(0, total_spec - available),
     }
-
-
-def _complete(deploy: Mapping[str, Any], counts: Mapping[str, int]) -> bool:
-    replicas = _replicas(deploy)
-    return (
-        counts["updatedReplicas"] == replicas
-        and counts["replicas"] == replicas
-        and counts["availableReplicas"] == replicas
-    )
-
-
-def _progressing(deploy: Mapping[str, Any], counts: Mapping[str, int]) -> bool:
-    old = deploy.get("status") or {}
-    old_stale = _status(deploy, "replicas") - _status(deploy, "updatedReplicas")
-    return (
-        counts["updatedReplicas"] > int(old.get("updatedReplicas") or 0)
-        or counts["replicas"] - counts["updatedReplicas"] < old_stale
-        or counts["readyReplicas"] > int(old.get("readyReplicas") or 0)
-        or counts["availableReplicas"] > int(old.get("availableReplicas") or 0)
-    )
 
 
 def _finish_status(step: _Pass) -> None:
@@ -339,7 +331,7 @@ def _finish_status(step: _Pass) -> None:
     previous = deploy.get("status") or {}
     conditions = {c.get("type"): c for c in previous.get("conditions") or []}
     stamp = now.strftime(_TIME_FORMAT)
-    if counts["availableReplicas"] >= _replicas(deploy) - max_unavailable(deploy):
+    if counts["availableReplicas"] >= replicas_of(deploy) - max_unavailable(deploy):
         available = ("True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
     else:
         available = (
@@ -347,7 +339,7 @@ def _finish_status(step: _Pass) -> None:
             "MinimumReplicasUnavailable",
             "Deployment does not have minimum availability.",
         )
-    _set(conditions, "Available", available, stamp)
+    set_condition(conditions, "Available", available, stamp)
     _progress_condition(step, conditions, counts, stamp)
     order = [
         conditions[k] for k in ("Available", "Progressing", "ReplicaFailure") if k in conditions
@@ -369,7 +361,7 @@ def _progress_condition(
     spec = deploy.get("spec") or {}
     name = step.new["metadata"]["name"] if step.new is not None else ""
     if spec.get("paused"):
-        _set(
+        set_condition(
             conditions,
             "Progressing",
             ("Unknown", "DeploymentPaused", "Deployment is paused"),
@@ -379,11 +371,11 @@ def _progress_condition(
     current = conditions.get("Progressing")
     if step.actions.create is not None:
         text = f'Created new replica set "{name}"'
-        _set(conditions, "Progressing", ("True", "NewReplicaSetCreated", text), stamp)
+        set_condition(conditions, "Progressing", ("True", "NewReplicaSetCreated", text), stamp)
         return
     if current is None and step.new is not None:
         text = f'Found new replica set "{name}"'
-        _set(conditions, "Progressing", ("True", "FoundNewReplicaSet", text), stamp)
+        set_condition(conditions, "Progressing", ("True", "FoundNewReplicaSet", text), stamp)
         current = conditions["Progressing"]
     done = (
         counts["replicas"] == counts["updatedReplicas"]
@@ -392,57 +384,24 @@ def _progress_condition(
     )
     if done:
         return
-    if _complete(deploy, counts):
+    if is_complete(deploy, counts):
         text = f'ReplicaSet "{name}" has successfully progressed.'
-        _set(conditions, "Progressing", ("True", "NewReplicaSetAvailable", text), stamp)
-    elif _progressing(deploy, counts) or step.actions.patches:
+        set_condition(conditions, "Progressing", ("True", "NewReplicaSetAvailable", text), stamp)
+    elif is_progressing(deploy, counts) or step.actions.patches:
         text = f'ReplicaSet "{name}" is progressing.'
-        _set(conditions, "Progressing", ("True", "ReplicaSetUpdated", text), stamp, touch=True)
+        set_condition(
+            conditions, "Progressing", ("True", "ReplicaSetUpdated", text), stamp, touch=True
+        )
     elif current is not None and current.get("status") == "True":
         deadline = int(spec.get("progressDeadlineSeconds", 600))
-        updated = _parse(current.get("lastUpdateTime"))
+        updated = parse_time(current.get("lastUpdateTime"))
         if updated is None:
             return
         left = (updated + timedelta(seconds=deadline) - step.now).total_seconds()
         if left <= 0:
             text = f'ReplicaSet "{name}" has timed out progressing.'
-            _set(conditions, "Progressing", ("False", "ProgressDeadlineExceeded", text), stamp)
+            set_condition(
+                conditions, "Progressing", ("False", "ProgressDeadlineExceeded", text), stamp
+            )
         else:
             step.actions.recheck_after = left
-
-
-def _parse(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _set(
-    conditions: dict[str, Any],
-    kind: str,
-    value: tuple[str, str, str],
-    stamp: str,
-    *,
-    touch: bool = False,
-) -> None:
-    """SetDeploymentCondition: the transition time moves only when the status changes."""
-    status, reason, message = value
-    current = conditions.get(kind)
-    same = current is not None and (current.get("status"), current.get("reason")) == (
-        status,
-        reason,
-    )
-    if same and not touch:
-        return
-    since = stamp
-    if current is not None and current.get("status") == status:
-        since = current.get("lastTransitionTime", stamp)
-    conditions[kind] = {
-        "type": kind,
-        "status": status,
-        "lastUpdateTime": stamp,
-        "lastTransitionTime": since,
-        "reason": reason,
-        "message": message,
-    }

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 import shlex
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +26,7 @@ import aiohttp
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.images import ImagePrograms
-from nemotron_sim.controllers.ipam import LoopbackPool
+from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
 from nemotron_sim.controllers.kinds import NODES, PODS, SECRETS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
 from nemotron_sim.controllers.podenv import container_env, expanded_argv, missing_secret
@@ -247,7 +245,7 @@ class Kubelet:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
         for _ in range(_BIND_ATTEMPTS):
             address = self._pod_ips.allocate()
-            if all(_can_bind(address, port) for port in ports):
+            if all(can_bind(address, port) for port in ports):
                 return address
             log.info("kubelet: %s is taken on this machine, trying another pod IP", address)
         raise RuntimeError("kubelet: no free loopback pod IP after several attempts")
@@ -292,7 +290,8 @@ class Kubelet:
             else:
                 probes.append(asyncio.create_task(self._probe(running, model, state, target)))
         self._write(running, model)
-        self._record(running, pod, "Started", "Started containers (simulated)")
+        if not all(self.settings.programs.runs(c) for c in specs.values()):
+            self._record(running, pod, "Started", "Started containers (simulated)")
         try:
             await asyncio.gather(*probes, return_exceptions=True)
         finally:
@@ -393,15 +392,3 @@ def _serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> lis
             if not config.is_worker:
                 ports.append(config.port)
     return ports
-
-
-def _can_bind(address: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((address, port))
-        except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                return False
-            raise
-    return True

@@ -145,9 +145,14 @@ class PodFileWriter:
     ) -> None:
         self.root, self.claims_root = root, claims_root
         self._lookup, self._api, self._token = lookup, api, token
+        # Token files to renew: (path, expirationSeconds, audiences); the kubeconfig's own.
+        self.token_files: list[tuple[Path, int, tuple[str, ...]]] = []
+        self._pending: list[tuple[str, int, tuple[str, ...]]] = []
+        self._kubeconfig_target: tuple[Path, str] | None = None
 
     def prepare(self, pod: Mapping[str, Any], *, automount: bool) -> PodFiles:
         files = PodFiles(self.root)
+        self.token_files, self._pending, self._kubeconfig_target = [], [], None
         namespace = (pod.get("metadata") or {}).get("namespace", "default")
         for volume in (pod.get("spec") or {}).get("volumes") or []:
             name = volume.get("name", "")
@@ -159,14 +164,22 @@ class PodFileWriter:
                 ) from None
         if automount:
             access = self.root / "volumes" / _ACCESS_VOLUME
-            token = self._issue(_TOKEN_SECONDS, ())
-            _write(access / "token", token, 0o644)
             _write(access / "ca.crt", self._api.ca_pem, 0o644)
             _write(access / "namespace", namespace, 0o644)
             files.volumes[_ACCESS_VOLUME] = access
             files.kubeconfig = self.root / "kubeconfig"
-            self._kubeconfig(files.kubeconfig, namespace, token)
+            self.token_files.append((access / "token", _TOKEN_SECONDS, ()))
+            self._kubeconfig_target = (files.kubeconfig, namespace)
+        self.renew_tokens()
         return files
+
+    def renew_tokens(self) -> None:
+        """Issue every token file (and the kubeconfig's token) afresh."""
+        for path, seconds, audiences in self.token_files:
+            token = self._issue(seconds, audiences)
+            _write(path, token, 0o644)
+            if self._kubeconfig_target is not None and path.parent.name == _ACCESS_VOLUME:
+                self._kubeconfig(*self._kubeconfig_target, token)
 
     def _issue(self, seconds: int, audiences: tuple[str, ...]) -> str:
         return "" if self._token is None else self._token(seconds, audiences)
@@ -198,6 +211,8 @@ class PodFileWriter:
                 files.update(self._projected(pod, namespace, source))
         for relative, (content, mode) in files.items():
             _write(directory / relative, content, mode if mode is not None else default_mode)
+        self.token_files.extend((directory / rel, sec, aud) for rel, sec, aud in self._pending)
+        self._pending.clear()
         return directory
 
     def _projected(
@@ -207,8 +222,10 @@ class PodFileWriter:
             spec = source["serviceAccountToken"]
             audience = spec.get("audience")
             seconds = int(spec.get("expirationSeconds", _TOKEN_SECONDS))
-            token = self._issue(seconds, (audience,) if audience else ())
-            return {spec.get("path", "token"): (token.encode(), None)}
+            self._pending.append(
+                (spec.get("path", "token"), seconds, (audience,) if audience else ())
+            )
+            return {}
         if source.get("configMap"):
             return _key_files(source["configMap"], "ConfigMap", namespace, self._lookup) or {}
         if source.get("secret"):

@@ -1,15 +1,17 @@
 """Container probes as the kubelet runs them: ``httpGet`` and ``tcpSocket`` against the pod IP.
 
 Timing follows the probe's fields (defaults: period 10 s, timeout 1 s, failureThreshold 3,
-successThreshold 1, no initial delay), multiplied by a cluster-level ``time_scale`` so tests can
-run real probe specs quickly. ``exec`` and ``grpc`` probes are not run (the kubelet reports them
-once as a Warning event and treats them as succeeding). Failure messages are the kubelet's.
+successThreshold 1, no initial delay); delays and periods are multiplied by a cluster-level
+``time_scale`` so tests can run real probe specs quickly (timeouts are not: on a busy machine a
+shortened timeout would fail healthy processes). ``exec`` and ``grpc`` probes are not run (a
+Warning event says so, and they count as succeeding). Failure messages are the kubelet's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +72,7 @@ class ProbeSpec:
             headers=headers,
             initial_delay=float(probe.get("initialDelaySeconds", 0)) * time_scale,
             period=float(probe.get("periodSeconds", 10)) * time_scale,
-            timeout=float(probe.get("timeoutSeconds", 1)) * max(time_scale, 0.1),
+            timeout=float(probe.get("timeoutSeconds", 1)),
             success_threshold=int(probe.get("successThreshold", 1)),
             failure_threshold=int(probe.get("failureThreshold", 3)),
             grace=None if grace is None else int(grace),
@@ -158,5 +160,7 @@ async def _http(
 
 
 def _reason(error: OSError) -> str:
-    text = (error.strerror or str(error)).lower()
-    return "connection refused" if "refused" in text else text
+    """Go's wording of a failed connect."""
+    if error.errno == errno.ECONNREFUSED or "refused" in str(error).lower():
+        return "connection refused"
+    return (error.strerror or str(error)).lower()

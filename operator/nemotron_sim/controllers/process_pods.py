@@ -35,6 +35,7 @@ from nemotron_sim.controllers.podfiles import (
     service_account,
 )
 from nemotron_sim.controllers.process_runner import ProcessContainer, Recorder, RunnerSettings
+from nemotron_sim.controllers.runtime import log
 
 # (pod, expirationSeconds, audiences) → a bearer token for the pod's ServiceAccount
 PodTokenSource = Callable[[Mapping[str, Any], int, tuple[str, ...]], str]
@@ -49,6 +50,8 @@ class _ProcessPod:
     runners: dict[str, ProcessContainer] = field(default_factory=dict)
     tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     terminating: asyncio.Task[None] | None = None
+    renewing: asyncio.Task[None] | None = None
+    grace_ends: float = 0.0  # loop time when SIGKILL is due
 
 
 class ProcessPods:
@@ -97,7 +100,9 @@ class ProcessPods:
         root = self.workdir / f"{md.get('namespace')}_{md['name']}_{uid[:8]}"
         entry = _ProcessPod(pod, root)
         self._pods[uid] = entry
-        files = await self._files(pod, root, model, write, record)
+        writer = self._writer(pod, root)
+        files = await self._files(pod, writer, model, write, record)
+        entry.renewing = asyncio.create_task(_renew(writer))
         specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
         for state in model.containers:
             spec = specs.get(state.name) or {}
@@ -108,20 +113,12 @@ class ProcessPods:
                 write=write, record=record, session=self.session,
             )  # fmt: skip
             entry.runners[state.name] = runner
-            entry.tasks[state.name] = asyncio.create_task(runner.run())
+            task = asyncio.create_task(runner.run(), name=f"process-{md['name']}-{state.name}")
+            task.add_done_callback(_log_failure)
+            entry.tasks[state.name] = task
         return list(entry.tasks.values())
 
-    async def _files(
-        self,
-        pod: dict[str, Any],
-        root: Path,
-        model: PodModel,
-        write: Callable[[], None],
-        record: Recorder,
-    ) -> PodFiles:
-        md = pod["metadata"]
-        account_name = service_account(pod)
-        account = self._store.peek(SERVICEACCOUNTS, md.get("namespace"), account_name)
+    def _writer(self, pod: dict[str, Any], root: Path) -> PodFileWriter:
         token = None
         if self.token_source is not None:
             source = self.token_source
@@ -129,7 +126,18 @@ class ProcessPods:
             def token(seconds: int, audiences: tuple[str, ...]) -> str:
                 return source(pod, seconds, audiences)
 
-        writer = PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
+        return PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
+
+    async def _files(
+        self,
+        pod: dict[str, Any],
+        writer: PodFileWriter,
+        model: PodModel,
+        write: Callable[[], None],
+        record: Recorder,
+    ) -> PodFiles:
+        md = pod["metadata"]
+        account = self._store.peek(SERVICEACCOUNTS, md.get("namespace"), service_account(pod))
         delay = max(self.settings.crash_backoff_seconds, 0.05)
         while True:
             try:
@@ -177,9 +185,15 @@ class ProcessPods:
         entry = self._pods.get(uid)
         if entry is None:
             return False
+        grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+        loop = asyncio.get_running_loop()
         if entry.terminating is None:
-            grace = float(pod["metadata"].get("deletionGracePeriodSeconds") or 0)
+            entry.grace_ends = loop.time() + grace
             entry.terminating = asyncio.create_task(self._terminate(uid, entry, grace))
+        elif loop.time() + grace < entry.grace_ends:
+            # A second DELETE with a shorter grace period cuts the wait short.
+            entry.grace_ends = loop.time() + grace
+            loop.call_later(grace, _kill_all, entry)
         return True
 
     async def _terminate(self, uid: str, entry: _ProcessPod, grace: float) -> None:
@@ -202,6 +216,8 @@ class ProcessPods:
             if runner.process is not None:
                 runner.process.kill_now()
             entry.tasks[name].cancel()
+        if entry.renewing is not None:
+            entry.renewing.cancel()
         shutil.rmtree(entry.root, ignore_errors=True)
 
     async def stop(self) -> None:
@@ -250,3 +266,23 @@ class ProcessPods:
             return LogTarget(logs[-1] if waiting else logs[-2], lambda: False)
         path = logs[-1]
         return LogTarget(path, lambda: path is not None and runner.instance_live(path))
+
+
+async def _renew(writer: PodFileWriter) -> None:
+    """Keep the pod's tokens fresh while it runs (the kubelet renews at 80 % of the lifetime)."""
+    while writer.token_files:
+        await asyncio.sleep(0.8 * min(seconds for _, seconds, _ in writer.token_files))
+        writer.renew_tokens()
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    """A bug in a container loop must show (the kubelet gathers them without raising)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("kubelet: %s failed", task.get_name(), exc_info=task.exception())
+
+
+def _kill_all(entry: _ProcessPod) -> None:
+    for runner in entry.runners.values():
+        if runner.process is not None and runner.process.running:
+            runner.process.signals.append("SIGKILL")
+            runner.process.kill_now()

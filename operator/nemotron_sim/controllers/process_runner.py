@@ -99,6 +99,7 @@ class ProcessContainer:
         self.finished_code: int | None = None  # set when it will not be restarted
         self._stopping = False
         self._started_at = ""
+        self._started_monotonic = 0.0
         md = pod.get("metadata") or {}
         self._pod_label = f"{md.get('name')}_{md.get('namespace')}({md.get('uid')})"
         self._backoff = CrashBackoff(
@@ -106,6 +107,8 @@ class ProcessContainer:
         )
 
     def stopping(self) -> bool:
+        """Set by :meth:`terminate` while ``run`` awaits (a method, so a type checker does not
+        assume the flag unchanged across the await)."""
         return self._stopping
 
     @property
@@ -175,6 +178,7 @@ class ProcessContainer:
     async def _run_instance(self, argv: list[str], env: dict[str, str]) -> int:
         log_path = self.files.root / "logs" / self.name / f"{self.state.restart_count}.log"
         log_path.unlink(missing_ok=True)
+        (self.files.root / "home").mkdir(parents=True, exist_ok=True)
         process = ContainerProcess(argv, env, self.files.root / "work", log_path)
         self._started_monotonic = asyncio.get_running_loop().time()
         self._started_at = now_rfc3339()

@@ -3,7 +3,9 @@
 Lists the ConfigMaps of its namespace with the ServiceAccount kubeconfig the kubelet gives it
 (``KUBECONFIG``), prints the names, serves ``/healthz`` on the pod IP for probes, and records the
 signals it gets in ``$SIGNAL_LOG``. A 403 is printed and makes it exit 1. ``EXIT_AFTER`` seconds
-and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after SIGTERM.
+and ``EXIT_CODE`` make it exit on its own; ``TERM_DELAY`` makes it linger after SIGTERM;
+``UNHEALTHY_AFTER`` seconds makes ``/livez`` answer 500; ``BIND_HOST``/``PORT`` override where
+it listens (default: the pod IP, port 8080).
 """
 
 from __future__ import annotations
@@ -52,11 +54,17 @@ def list_configmaps() -> list[str]:
     return [item["metadata"]["name"] for item in body.get("items", [])]
 
 
+STARTED = time.monotonic()
+
+
 class Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        self.send_response(200)
+        unhealthy_after = os.environ.get("UNHEALTHY_AFTER")
+        failing = unhealthy_after and time.monotonic() - STARTED > float(unhealthy_after)
+        code = 500 if self.path == "/livez" and failing else 200
+        self.send_response(code)
         self.end_headers()
-        self.wfile.write(b"ok")
+        self.wfile.write(b"ok" if code == 200 else b"unhealthy")
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -81,7 +89,8 @@ def main() -> int:
         return 1
     print(f"listed {len(names)} configmaps: {', '.join(names)}", flush=True)
     port = int(os.environ.get("PORT", "8080"))
-    server = HTTPServer((os.environ.get("NEMOTRON_SIM_POD_IP") or "127.0.0.1", port), Health)
+    host = os.environ.get("BIND_HOST") or os.environ.get("NEMOTRON_SIM_POD_IP") or "127.0.0.1"
+    server = HTTPServer((host, port), Health)  # fails like any server whose port is taken
     threading.Thread(target=server.serve_forever, daemon=True).start()
     exit_after = os.environ.get("EXIT_AFTER")
     if exit_after:

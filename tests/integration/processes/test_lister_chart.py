@@ -5,11 +5,12 @@ Real processes (``lister.py`` through the image mapping), the pinned helm and ku
 
 from __future__ import annotations
 
-import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
 
+from nemotron_sim.controllers.deployment import REVISION
 from nemotron_sim.controllers.kinds import DEPLOYMENTS, PODS, REPLICASETS
 from tests.integration.processes.conftest import CHART, Helm
 
@@ -47,6 +48,10 @@ def test_helm_install_wait_gives_an_available_deployment_whose_logs_list(
     assert "/var/run/secrets/kubernetes.io/serviceaccount" in logs
     status = sim_cluster.kubectl("rollout", "status", "deployment/lister", "--timeout=5s")
     assert "successfully rolled out" in status.stdout
+    helm("uninstall", "lister", "--wait", "--timeout", "30s")
+    assert sim_cluster.get(DEPLOYMENTS, NS, "lister") is None
+    assert pods(sim_cluster, "lister") == []
+    assert sim_cluster.list(PODS, NS, "app=lister") == []  # none left terminating either
 
 
 def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(
@@ -69,8 +74,11 @@ def test_a_process_that_exits_restarts_with_back_off_and_keeps_previous_logs(
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
     assert terminated["message"] == "exiting on purpose"
     pod_name = pods(sim_cluster, "crash")[0]["metadata"]["name"]
-    previous = sim_cluster.kubectl("logs", pod_name, "--previous").stdout
-    assert "exiting on purpose" in previous
+    previous = sim_cluster.kubectl("logs", pod_name, "--previous", "--tail", "1").stdout
+    assert previous == "exiting on purpose\n"
+    assert sim_cluster.logs(NS, pod_name, previous=True).endswith("exiting on purpose\n")
+    followed = sim_cluster.kubectl("logs", "-f", pod_name, timeout=15).stdout
+    assert "exiting on purpose" in followed  # -f ends with the instance
     listing = sim_cluster.kubectl("get", "pods", pod_name).stdout
     assert "CrashLoopBackOff" in listing or "Running" in listing
 
@@ -94,6 +102,30 @@ def test_deleting_a_pod_sends_sigterm_and_waits_for_the_grace_period(
     assert any(line.startswith("SIGTERM") for line in lines), lines
     pid = int(lines[0].split("pid=")[1])
     assert not Path(f"/proc/{pid}").exists()
+    # --force --grace-period=0 removes the replacement at once and kills its process.
+    replacement = sim_cluster.wait_until(lambda: pods(sim_cluster, "term"), what="replacement")
+    replacement_name = replacement[0]["metadata"]["name"]
+    sim_cluster.wait_until(lambda: len(signals.read_text().splitlines()) >= 3, what="started")
+    started = time.monotonic()
+    sim_cluster.kubectl("delete", "pod", replacement_name, "--force", "--grace-period=0")
+    assert time.monotonic() - started < 5
+    assert sim_cluster.get(PODS, NS, replacement_name) is None
+    second_pid = int(signals.read_text().splitlines()[-1].split("pid=")[1])
+    sim_cluster.wait_until(lambda: not Path(f"/proc/{second_pid}").exists(), seconds=5,
+                           what="the killed process to be gone")  # fmt: skip
+    # A second DELETE with a shorter grace period cuts a long one short.
+    sim_cluster.wait_until(lambda: pods(sim_cluster, "term"), what="a third pod")
+    sim_cluster.wait_until(lambda: len(signals.read_text().splitlines()) >= 4, what="started")
+    third = pods(sim_cluster, "term")[0]["metadata"]["name"]
+    sim_cluster.kubectl("delete", "pod", third, "--grace-period=60", "--wait=false")
+    marked = sim_cluster.get(PODS, NS, third)
+    assert marked is not None
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 60
+    assert "Terminating" in sim_cluster.kubectl("get", "pod", third).stdout
+    started = time.monotonic()
+    sim_cluster.kubectl("delete", "pod", third, "--grace-period=1", "--timeout=20s")
+    assert time.monotonic() - started < 8
+    assert sim_cluster.get(PODS, NS, third) is None
 
 
 def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, helm: Helm) -> None:
@@ -103,9 +135,7 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     assert 'deployment "roll" successfully rolled out' in status.stdout
     sets = sim_cluster.list(REPLICASETS, NS, "app=roll")
     assert len(sets) == 2
-    revisions = sorted(
-        int(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]) for rs in sets
-    )
+    revisions = sorted(int(rs["metadata"]["annotations"][REVISION]) for rs in sets)
     assert revisions == [1, 2]
     history = sim_cluster.kubectl("rollout", "history", "deployment/roll").stdout
     assert "1" in history
@@ -119,7 +149,19 @@ def test_rollout_status_follows_rolling_update_and_recreate(sim_cluster: Any, he
     logs = sim_cluster.kubectl("logs", live[0]["metadata"]["name"]).stdout
     assert "greeting: hallo" in logs
     deploy = sim_cluster.get(DEPLOYMENTS, NS, "roll")
-    assert json.dumps(deploy["status"]["updatedReplicas"]) == "2"
+    assert deploy["status"]["updatedReplicas"] == 2
+    columns = sim_cluster.kubectl("get", "deployment", "roll").stdout.split()
+    assert columns[5:9] == ["roll", "2/2", "2", "2"]  # NAME READY UP-TO-DATE AVAILABLE
+    # Undo to revision 1 reuses that ReplicaSet: it becomes revision 4.
+    sim_cluster.kubectl("rollout", "undo", "deployment/roll", "--to-revision=1")
+    sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    first = next(rs for rs in sets if rs["metadata"]["annotations"][REVISION] == "1")
+    reused = sim_cluster.get(REPLICASETS, NS, first["metadata"]["name"])
+    assert reused["metadata"]["annotations"][REVISION] == "4"
+    assert reused["status"]["availableReplicas"] == 2
+    sim_cluster.kubectl("scale", "deployment/roll", "--replicas=3")
+    sim_cluster.kubectl("rollout", "status", "deployment/roll", "--timeout=40s")
+    assert len(pods(sim_cluster, "roll")) == 3
 
 
 def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(
@@ -149,3 +191,40 @@ def test_without_its_role_binding_the_pod_gets_403_and_crash_loops(
         seconds=30,
         what="ready once bound",
     )
+
+
+def test_a_failing_liveness_probe_kills_and_restarts_the_container(
+    sim_cluster: Any, helm: Helm
+) -> None:
+    helm("install", "sick", str(CHART), "--wait", "--timeout", "40s",
+         "--set", "unhealthyAfter=0.5", "--set", "terminationGracePeriodSeconds=2")  # fmt: skip
+    sim_cluster.wait_until(
+        lambda: any(container(p).get("restartCount", 0) >= 1 for p in pods(sim_cluster, "sick")),
+        seconds=30,
+        what="a restart after the liveness probe failed",
+    )
+    events = sim_cluster.kubectl("get", "events", "-o", "json").stdout
+    assert "Liveness probe failed: HTTP probe failed with statuscode: 500" in events
+    assert "Container lister failed liveness probe, will be restarted" in events
+
+
+def test_a_process_that_cannot_bind_its_port_crash_loops_with_the_reason(
+    sim_cluster: Any, helm: Helm
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        helm("install", "bind", str(CHART), "--set", "bindHost=127.0.0.1", "--set", f"port={port}")
+
+        def failed() -> dict[str, Any] | None:
+            for pod in pods(sim_cluster, "bind"):
+                terminated = container(pod).get("lastState", {}).get("terminated")
+                if terminated:
+                    return dict(terminated)
+            return None
+
+        terminated = sim_cluster.wait_until(failed, seconds=30, what="the bind failure")
+    assert terminated["exitCode"] == 1
+    assert terminated["reason"] == "Error"
+    assert terminated["message"] == "OSError: [Errno 98] Address already in use"

@@ -103,6 +103,26 @@ def _previous_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
         return None
 
 
+def _key(raw: dict[str, Any]) -> tuple[str, str]:
+    return raw["metadata"]["namespace"], raw["metadata"]["name"]
+
+
+def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch turning ``old`` into ``new``: a key no longer set is sent as null, at
+    every depth (a merge patch merges nested objects, so e.g. a throughput figure that became
+    None would otherwise linger)."""
+    body: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            body[key] = _merge_patch(before, value)
+        else:
+            body[key] = value
+    for key in old:
+        body.setdefault(key, None)
+    return body
+
+
 class Reconciler:
     def __init__(self, kube: KubeClient, config: OperatorConfig) -> None:
         self.kube = kube
@@ -280,9 +300,10 @@ class Reconciler:
         old_wire = previous.to_wire() if previous is not None else None
         if new_wire == old_wire:
             return
-        body: dict[str, Any] = dict(new_wire)
-        for key in raw.get("status") or {}:
-            body.setdefault(key, None)  # merge patch: a key we no longer set is removed
+        old = old_wire or {}
+        changed = sorted(k for k in {*new_wire, *old} if new_wire.get(k) != old.get(k))
+        logger.debug("%s/%s: status changes in %s", *_key(raw), changed)
+        body = _merge_patch(raw.get("status") or {}, new_wire)
         metadata = raw["metadata"]
         patch = {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "status": body}
         await self.kube.patch(

@@ -225,9 +225,11 @@ def test_throughput_mtp_and_plan_check_reach_status_and_metrics(
 
     operator.cluster.kubectl("delete", "nd", "light", "-n", NAMESPACE)
     until(operator, lambda: not series_of(operator, "light"), "the deleted deployment's series")
-    assert any(
-        metric == "nemotron_operator_reconciles_total" for metric, _ in scrape_operator(operator)
-    )
+    operator_series = scrape_operator(operator)
+    assert operator_series[("nemotron_operator_reconciles_total", (("result", "ok"),))] > 0
+    patches = ("nemotron_operator_api_requests_total", (("code", "200"), ("verb", "patch")))
+    assert operator_series[patches] > 0
+    assert operator_series[("nemotron_operator_pod_scrapes_total", (("result", "ok"),))] > 0
 
 
 @pytest.mark.parametrize("operator_process", [SCRAPE_ARGS], indirect=True)

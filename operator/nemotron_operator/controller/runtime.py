@@ -108,7 +108,7 @@ class Controller:
             except Exception:
                 logger.exception("reconcile of %s/%s failed unexpectedly", *key)
                 attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
-                self.queue.add(key, min(self.config.retry_max_seconds, 2.0**attempt))
+                self.queue.retry(key, min(self.config.retry_max_seconds, 2.0**attempt))
             finally:
                 self.queue.done(key)
                 elapsed = time.monotonic() - started
@@ -145,7 +145,7 @@ class Controller:
             delay = max(delay, exc.retry_after)
         self.inventory_invalidate()
         logger.warning("%s/%s: %s; retrying in %.1f s (attempt %d)", *key, exc, delay, attempt)
-        self.queue.add(key, delay)
+        self.queue.retry(key, delay)
 
     def inventory_invalidate(self) -> None:
         self.reconciler.inventory.invalidate()

@@ -192,12 +192,14 @@ def test_the_demo_runs_end_to_end() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "SIMULATION" in out
-    assert "Chosen    NVIDIA-B200" in out or "GPU: NVIDIA-B200" in out
-    assert "statefulset.apps/nano created" in out
-    assert "pod/nano-0 condition met" in out
+    assert "nemotrondeployment.serving.nemotron.io/nano created" in out
+    assert "plan: 1x NVIDIA-B200 per replica" in out
+    assert "1/1   Ready" in out
+    assert "Ready              True     AllReplicasReady" in out
+    assert "status.endpoint = http://nano.ai.svc:8000/v1" in out
     assert "content:" in out
     assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
-    assert "Done: stopping the SIMULATED cluster" in out
+    assert "Done: stopping the operator and the SIMULATED cluster" in out
 
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)

@@ -9,6 +9,7 @@ re-queue with a delay; an invalid or infeasible spec is not an error but a statu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -165,7 +166,9 @@ class Reconciler:
                 )
                 spec = deployment.spec.model_copy(update={"engine": engine})
                 deployment = deployment.model_copy(update={"spec": spec})
-            result, desired, problem = self._plan(deployment, inventory)
+            # Planning and rendering are pure CPU work (tens of milliseconds, more for large
+            # searches): off the event loop, so watches, renewals and probes keep their pace.
+            result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
         served = await self.served()
         live = await children.read_live(
             self.kube, namespace, names, uid=metadata["uid"], served=served

@@ -160,7 +160,9 @@ def test_a_second_replica_stands_by_and_takes_over(
         second.wait_for_log("holding Lease", seconds=10)
         apply(cluster, deployment(replicas=1))
         cluster.wait_until(lambda: status(cluster).get("ready") == "1/1", what="scaled back")
-        assert "reconciled ai/nano" in second.log()
+        assert "reconciled ai/nano" in second.log(), (
+            operator_process.log()[-4000:] + "\n--- second ---\n" + second.log()[-3000:]
+        )
         assert operator_process.writes(mark)
     finally:
         second.stop()

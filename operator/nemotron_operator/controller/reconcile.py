@@ -25,7 +25,7 @@ from nemotron_operator.controller import children
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
@@ -174,13 +174,22 @@ class Reconciler:
             self.kube, namespace, names, uid=metadata["uid"], served=served
         )
         outcome = Outcome("ok" if problem is None else "infeasible", plan_result=result)
+        apply_error: str | None = None
         karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
         if result is not None:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
-            synced = await children.sync(self.kube, desired, live, served=served)
-            outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            try:
+                synced = await children.sync(self.kube, desired, live, served=served)
+                outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            except ApiError as exc:
+                if exc.action is not Action.REPORT:
+                    raise
+                # The server refuses what we rendered (an immutable field, an admission
+                # policy): say so in status and try again later, not in a tight loop.
+                apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
+                outcome.retry_after = self.config.retry_max_seconds
             if not wants_pool and not live.of(NODE_POOLS):
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
@@ -224,6 +233,7 @@ class Reconciler:
             karpenter=karpenter,
             node_pool=node_pool,
             observation=observation,
+            apply_error=apply_error,
         )
         await self._write_status(raw, inputs, outcome)
         return outcome

@@ -97,7 +97,7 @@ for _ in $(seq 1 300); do  # up to 30 s
   sleep 0.1
 done
 grep -q "health endpoint" "$WORK/operator.log" || { cat "$WORK/operator.log" >&2; exit 1; }
-HEALTH_URL="$(grep -o 'http://[^ ,]*/healthz' "$WORK/operator.log" | head -1)"
+HEALTH_URL="$(grep -m1 -o 'http://[^ ,]*/healthz' "$WORK/operator.log")"
 echo "operator running (pid $OPERATOR_PID); $HEALTH_URL says: $("$PY" -c '
 import sys, urllib.request
 print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$HEALTH_URL")"
@@ -109,7 +109,8 @@ show kubectl apply -f "$EXAMPLE"
 
 step "Watch kubectl get nd until Ready (at most ${TIMEOUT}s)"
 echo "$ kubectl get nd $NAME -n $NAMESPACE   (printed on every change)"
-kubectl get nd "$NAME" -n "$NAMESPACE" | head -1
+# (not "| head -1": kubectl could get SIGPIPE, which pipefail turns into a failed demo)
+kubectl get nd "$NAME" -n "$NAMESPACE" | sed -n 1p
 LAST="" PHASE=""
 DEADLINE=$((SECONDS + TIMEOUT))
 while [ "$SECONDS" -lt "$DEADLINE" ]; do

@@ -9,6 +9,7 @@ re-queue with a delay; an invalid or infeasible spec is not an error but a statu
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -26,7 +27,7 @@ from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
@@ -189,7 +190,9 @@ class Reconciler:
                 )
                 spec = deployment.spec.model_copy(update={"engine": engine})
                 deployment = deployment.model_copy(update={"spec": spec})
-            result, desired, problem = self._plan(deployment, inventory)
+            # Planning and rendering are pure CPU work (tens of milliseconds, more for large
+            # searches): off the event loop, so watches, renewals and probes keep their pace.
+            result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
         served = await self.served()
         live = await children.read_live(
             self.kube, namespace, names, uid=metadata["uid"], served=served
@@ -199,13 +202,22 @@ class Reconciler:
             plan_result=result,
             created=metadata.get("creationTimestamp"),
         )
+        apply_error: str | None = None
         karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
         if result is not None:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
-            synced = await children.sync(self.kube, desired, live, served=served)
-            outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            try:
+                synced = await children.sync(self.kube, desired, live, served=served)
+                outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            except ApiError as exc:
+                if exc.action is not Action.REPORT:
+                    raise
+                # The server refuses what we rendered (an immutable field, an admission
+                # policy): say so in status and try again later, not in a tight loop.
+                apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
+                outcome.retry_after = self.config.retry_max_seconds
             if not wants_pool and not live.of(NODE_POOLS):
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
@@ -249,6 +261,7 @@ class Reconciler:
             karpenter=karpenter,
             node_pool=node_pool,
             observation=observation,
+            apply_error=apply_error,
         )
         if self.observability is not None:
             inputs = self._with_observed(raw, deployment, result, pods, inputs)

@@ -64,7 +64,7 @@ class Controller:
 
     @property
     def leading(self) -> bool:
-        return self.lease is None or self.lease.leader.is_set()
+        return self.lease is None or self.lease.valid()
 
     async def _wait_leading(self) -> None:
         if self.lease is not None:

@@ -216,12 +216,13 @@ def test_a_multi_node_replica_runs_leader_and_headless_worker(
     ).stdout  # fmt: skip
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai"}}
-    # The example downloads with a token; the simulated kubelet holds pods whose Secret is missing.
+    # The example downloads with a token (tokenSecretRef hf-token): without the Secret the
+    # kubelet would hold the download container in CreateContainerConfigError.
     token = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": "hf-token", "namespace": "ai"},
-        "stringData": {"token": "simulated"},
+        "stringData": {"token": "hf_simulated"},
     }
     applied = sim_cluster.kubectl(
         "apply", "-f", "-", input=yaml.safe_dump_all([namespace, token, *documents])

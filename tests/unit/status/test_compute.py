@@ -242,3 +242,14 @@ def test_observe_multi_node_replicas_need_every_pod_ready() -> None:
     assert found.ready_replicas == 1  # replica 1 has one of its two pods
     ready = _observe([_pod("nano-0", ready=True)])
     assert ready == Observation(1, None)
+
+
+def test_a_refused_apply_degrades_with_the_server_message() -> None:
+    refused = "PATCH /apis/apps/v1/namespaces/ai/statefulsets/nano: 422 Invalid: spec: Forbidden"
+    status = compute_status(inputs(apply_error=refused), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "Degraded"
+    assert found["Degraded"].reason == "ApplyRejected"
+    assert "422 Invalid: spec: Forbidden" in found["Degraded"].message
+    assert found["Progressing"].status == "False"
+    assert found["Ready"].status == "True"  # the pods of the earlier spec still serve

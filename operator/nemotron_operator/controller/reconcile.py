@@ -263,8 +263,7 @@ class Reconciler:
             observation=observation,
             apply_error=apply_error,
         )
-        if self.observability is not None:
-            inputs = self._with_observed(raw, deployment, result, pods, inputs)
+        inputs = self._with_observed(raw, deployment, result, pods, inputs)
         await self._write_status(raw, inputs, outcome)
         return outcome
 
@@ -277,7 +276,8 @@ class Reconciler:
         inputs: StatusInputs,
     ) -> StatusInputs:
         """What the metrics scraper contributes to status (controller.observability)."""
-        assert self.observability is not None
+        if self.observability is None:
+            return inputs
         fit = None
         if inputs.capacity is not None and result is not None and not inputs.karpenter:
             fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)

@@ -152,11 +152,13 @@ class Observability:
     ) -> StatusParts:
         metadata = raw.get("metadata") or {}
         key = (str(metadata.get("namespace")), str(metadata.get("name")))
-        state = self._states.setdefault(key, _State())
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = _State()
+            if previous is not None:  # a restarted operator starts from what status shows
+                state.tracker.shown = previous.throughput
+                state.tracker.plan_check_status = previous.plan_check
         tracker = state.tracker
-        if tracker.shown is None and previous is not None:
-            tracker.shown = previous.throughput  # a restarted operator does not rewrite them
-            tracker.plan_check_status = previous.plan_check
         plan_key = (
             None
             if plan is None
@@ -284,6 +286,12 @@ class Observability:
         if update.plan_check is not None:
             self.metrics.set_plan_check(key[0], key[1], product, update.plan_check)
         if update.throughput_changed or update.plan_check_changed:
+            logger.debug(
+                "%s/%s: status to update: %s%s",
+                *key,
+                ", ".join(update.throughput_changed) or "-",
+                "; plan check" if update.plan_check_changed else "",
+            )
             self.queue.add(key)
         if view.autoscaling is not None and view.plan is not None:
             await self._autoscale(key, state, view)

@@ -9,6 +9,7 @@ re-queue with a delay; an invalid or infeasible spec is not an error but a statu
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -26,7 +27,7 @@ from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
@@ -103,6 +104,26 @@ def _previous_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
         return None
 
 
+def _key(raw: dict[str, Any]) -> tuple[str, str]:
+    return raw["metadata"]["namespace"], raw["metadata"]["name"]
+
+
+def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch turning ``old`` into ``new``: a key no longer set is sent as null, at
+    every depth (a merge patch merges nested objects, so e.g. a throughput figure that became
+    None would otherwise linger)."""
+    body: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            body[key] = _merge_patch(before, value)
+        else:
+            body[key] = value
+    for key in old:
+        body.setdefault(key, None)
+    return body
+
+
 class Reconciler:
     def __init__(self, kube: KubeClient, config: OperatorConfig) -> None:
         self.kube = kube
@@ -169,7 +190,9 @@ class Reconciler:
                 )
                 spec = deployment.spec.model_copy(update={"engine": engine})
                 deployment = deployment.model_copy(update={"spec": spec})
-            result, desired, problem = self._plan(deployment, inventory)
+            # Planning and rendering are pure CPU work (tens of milliseconds, more for large
+            # searches): off the event loop, so watches, renewals and probes keep their pace.
+            result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
         served = await self.served()
         live = await children.read_live(
             self.kube, namespace, names, uid=metadata["uid"], served=served
@@ -179,13 +202,22 @@ class Reconciler:
             plan_result=result,
             created=metadata.get("creationTimestamp"),
         )
+        apply_error: str | None = None
         karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
         if result is not None:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
-            synced = await children.sync(self.kube, desired, live, served=served)
-            outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            try:
+                synced = await children.sync(self.kube, desired, live, served=served)
+                outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            except ApiError as exc:
+                if exc.action is not Action.REPORT:
+                    raise
+                # The server refuses what we rendered (an immutable field, an admission
+                # policy): say so in status and try again later, not in a tight loop.
+                apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
+                outcome.retry_after = self.config.retry_max_seconds
             if not wants_pool and not live.of(NODE_POOLS):
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
@@ -229,9 +261,9 @@ class Reconciler:
             karpenter=karpenter,
             node_pool=node_pool,
             observation=observation,
+            apply_error=apply_error,
         )
-        if self.observability is not None:
-            inputs = self._with_observed(raw, deployment, result, pods, inputs)
+        inputs = self._with_observed(raw, deployment, result, pods, inputs)
         await self._write_status(raw, inputs, outcome)
         return outcome
 
@@ -244,7 +276,8 @@ class Reconciler:
         inputs: StatusInputs,
     ) -> StatusInputs:
         """What the metrics scraper contributes to status (controller.observability)."""
-        assert self.observability is not None
+        if self.observability is None:
+            return inputs
         fit = None
         if inputs.capacity is not None and result is not None and not inputs.karpenter:
             fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)
@@ -280,9 +313,10 @@ class Reconciler:
         old_wire = previous.to_wire() if previous is not None else None
         if new_wire == old_wire:
             return
-        body: dict[str, Any] = dict(new_wire)
-        for key in raw.get("status") or {}:
-            body.setdefault(key, None)  # merge patch: a key we no longer set is removed
+        old = old_wire or {}
+        changed = sorted(k for k in {*new_wire, *old} if new_wire.get(k) != old.get(k))
+        logger.debug("%s/%s: status changes in %s", *_key(raw), changed)
+        body = _merge_patch(raw.get("status") or {}, new_wire)
         metadata = raw["metadata"]
         patch = {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "status": body}
         await self.kube.patch(

@@ -28,6 +28,7 @@ from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.telemetry import OperatorMetrics
+from nemotron_operator.telemetry.watches import count_watch_restarts
 
 logger = logging.getLogger("nemotron_operator")
 
@@ -46,6 +47,7 @@ class Controller:
         self.observability = Observability(kube, config, self.queue, self.metrics)
         self.reconciler.observability = self.observability
         kube.on_response = self.metrics.api_request
+        count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
             stale_after=config.liveness_stale_after, expected_watchers=len(WATCHED) * namespaces
@@ -62,7 +64,7 @@ class Controller:
 
     @property
     def leading(self) -> bool:
-        return self.lease is None or self.lease.leader.is_set()
+        return self.lease is None or self.lease.valid()
 
     async def _wait_leading(self) -> None:
         if self.lease is not None:

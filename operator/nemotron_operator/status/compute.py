@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
 from nemotron_operator.api.status import PlanCheck, Throughput
@@ -21,6 +22,7 @@ ROLLOUT_COMPLETE = "RolloutComplete"
 ALL_REPLICAS_READY = "AllReplicasReady"
 AS_EXPECTED = "AsExpected"
 REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
+APPLY_REJECTED = "ApplyRejected"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class StatusInputs:
     karpenter: bool = False
     node_pool: NodePoolStatus | None = None
     observation: o.Observation | None = None
+    apply_error: str | None = None  # the API server refused a rendered child: its message
     # From the metrics scraper (controller.observability); None keeps what status has.
     throughput: Throughput | None = None
     plan_check: PlanCheck | None = None
@@ -93,17 +96,30 @@ def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condi
     return cond("CapacityAvailable", "False", reason, capacity.message)
 
 
+def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: Any) -> str:
+    if degraded.status == "True":
+        return "Degraded"
+    if all_ready:
+        return "Ready"
+    if capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
+        return "WaitingForCapacity"
+    return "Deploying"
+
+
 def _planned(
     inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
 ) -> tuple[list[Condition], str]:
     blocker = inputs.observation.blocker if inputs.observation is not None else None
+    if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
+        blocker = o.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
+    stuck = blocker is not None and (blocker.reason in o.STUCK or blocker.reason == APPLY_REJECTED)
     all_ready = ready >= inputs.replicas
     serving = f"{ready}/{inputs.replicas} replica(s) ready"
     capacity = _capacity(inputs, ready, cond)
     if blocker is None:
         progressing = cond("Progressing", "False", ROLLOUT_COMPLETE, "up to date")
     else:
-        moving = "False" if blocker.reason in o.STUCK else "True"
+        moving = "False" if stuck else "True"
         progressing = cond("Progressing", moving, blocker.reason, blocker.message)
     if all_ready:
         ready_condition = cond("Ready", "True", ALL_REPLICAS_READY, serving)
@@ -111,22 +127,15 @@ def _planned(
         why = blocker or o.Blocker(o.WAITING_FOR_PODS, serving)
         ready_condition = cond("Ready", "False", why.reason, f"{serving}: {why.message}")
     rolling = blocker is not None and blocker.reason == o.ROLLOUT_IN_PROGRESS
-    if blocker is not None and blocker.reason in o.STUCK:
+    if stuck and blocker is not None:
         degraded = cond("Degraded", "True", blocker.reason, blocker.message)
     elif 0 < ready < inputs.replicas and not rolling:
         degraded = cond("Degraded", "True", REPLICAS_UNAVAILABLE, serving)
     else:
         degraded = cond("Degraded", "False", AS_EXPECTED, serving)
-    if degraded.status == "True":
-        phase = "Degraded"
-    elif all_ready:
-        phase = "Ready"
-    elif capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
-        phase = "WaitingForCapacity"
-    else:
-        phase = "Deploying"
     feasible = cond("Feasible", "True", PLANNED, _plan_summary(plan))
-    return [feasible, capacity, progressing, ready_condition, degraded], phase
+    conditions = [feasible, capacity, progressing, ready_condition, degraded]
+    return conditions, _phase(degraded, all_ready, capacity, blocker)
 
 
 def compute_status(

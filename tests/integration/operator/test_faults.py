@@ -15,6 +15,7 @@ from tests.integration.operator.helpers import (
     STATEFULSETS,
     apply,
     children,
+    condition,
     deployment,
     status,
     wait_ready,
@@ -53,6 +54,23 @@ def test_server_errors_and_a_conflict_on_the_status_write_are_retried(
     assert 200 in status_patches
     assert len(children(cluster, STATEFULSETS)) == 1
     operator_process.wait_for_log("retrying in")
+
+
+def test_a_refused_apply_is_reported_and_retried_slowly(operator_process: OperatorProcess) -> None:
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    _inject(
+        operator_process,
+        Fault(method="PATCH", path="/poddisruptionbudgets/", status=422, count=2),
+    )
+    apply(cluster, deployment())
+    cluster.wait_until(
+        lambda: condition(cluster, "Degraded").get("reason") == "ApplyRejected",
+        what="Degraded=True ApplyRejected",
+    )
+    assert "422" in condition(cluster, "Degraded")["message"]
+    wait_ready(cluster, seconds=20)  # retried after --retry-max-seconds (2 s here)
+    assert condition(cluster, "Degraded")["status"] == "False"
 
 
 def test_too_many_requests_waits_for_retry_after(operator_process: OperatorProcess) -> None:
@@ -160,7 +178,9 @@ def test_a_second_replica_stands_by_and_takes_over(
         second.wait_for_log("holding Lease", seconds=10)
         apply(cluster, deployment(replicas=1))
         cluster.wait_until(lambda: status(cluster).get("ready") == "1/1", what="scaled back")
-        assert "reconciled ai/nano" in second.log()
+        assert "reconciled ai/nano" in second.log(), (
+            operator_process.log()[-4000:] + "\n--- second ---\n" + second.log()[-3000:]
+        )
         assert operator_process.writes(mark)
     finally:
         second.stop()

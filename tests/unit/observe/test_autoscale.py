@@ -26,7 +26,7 @@ def inputs(
     waiting: int | None,
     *,
     ready: int | None = None,
-    free_gpus: int | None = None,
+    fit: int | None = None,
     usage: float | None = None,
 ) -> AutoscaleInputs:
     return AutoscaleInputs(
@@ -34,8 +34,9 @@ def inputs(
         ready_replicas=replicas if ready is None else ready,
         requests_waiting=waiting,
         kv_cache_usage=usage,
+        gpu_product="NVIDIA-H200",
         gpus_per_replica=4,
-        free_gpus=free_gpus,
+        replicas_that_fit=fit,
     )
 
 
@@ -94,12 +95,12 @@ def test_no_scale_in_when_one_replica_fewer_would_be_over_target() -> None:
 
 
 def test_never_more_gpus_than_known_to_be_free() -> None:
-    none_free = run(SPEC, [(0, inputs(1, 40, free_gpus=3)), (31, inputs(1, 40, free_gpus=3))])
+    none_free = run(SPEC, [(0, inputs(1, 40, fit=1)), (31, inputs(1, 40, fit=1))])
     assert none_free[-1].replicas == 1
     assert none_free[-1].capacity_limited
     assert none_free[-1].reason == "InsufficientCapacity"
-    assert "3 free GPUs" in none_free[-1].message
-    some_free = run(SPEC, [(0, inputs(1, 40, free_gpus=4)), (31, inputs(1, 40, free_gpus=4))])
+    assert "NVIDIA-H200 GPUs hold 1 replicas of 4 GPUs" in none_free[-1].message
+    some_free = run(SPEC, [(0, inputs(1, 40, fit=2)), (31, inputs(1, 40, fit=2))])
     assert (some_free[-1].replicas, some_free[-1].capacity_limited) == (2, True)
 
 

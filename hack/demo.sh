@@ -2,13 +2,15 @@
 # The README's main job (`make demo`): run the operator on a SIMULATED GPU cluster on this
 # machine, apply one NemotronDeployment, and ask the model for a chat completion.
 #
-# Starts the simulated cluster (python -m nemotron_sim: API stand-in, GPU nodes,
-# scheduler, StatefulSet controller, kubelet running stand-in vLLM servers on loopback), installs
-# the CRD, starts the operator (`nemotron-operator run`, a local process for now), applies an
-# example with kubectl, watches `kubectl get nd` go from planning to Ready (bounded), prints
-# status.plan and the conditions, sends a chat completion to status.endpoint, and stops
-# everything it started. Nothing leaves this machine; no GPU, container or real cluster is
-# involved, and your own kubectl context is never touched.
+# Starts the simulated cluster (python -m nemotron_sim: API stand-in, a node for the operator and
+# GPU nodes, scheduler, Deployment and StatefulSet controllers, a kubelet that runs the operator's
+# image as a local process under its ServiceAccount and stand-in vLLM servers on loopback),
+# installs the operator with its Helm chart (helm install: the CRD, the Deployment, least-privilege
+# RBAC, enforced), applies an example with kubectl, watches `kubectl get nd` go from planning to
+# Ready (bounded), prints status.plan and the conditions, sends a chat completion to
+# status.endpoint, and stops everything it started. Nothing leaves this machine; no GPU,
+# container or real cluster is involved, and your own kubectl context and helm configuration are
+# never touched.
 #
 # Environment: DEMO_EXAMPLE (default examples/nano-bf16.yaml), DEMO_NODES (simulated nodes,
 # default NVIDIA-H200:8x2,NVIDIA-B200:8x1), DEMO_LOAD_SECONDS (simulated model load, default 3),
@@ -24,21 +26,12 @@ LOAD_SECONDS="${DEMO_LOAD_SECONDS:-3}"
 TIMEOUT="${DEMO_TIMEOUT:-120}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/nemotron-demo.XXXXXX")"
 SIM_PID=""
-OPERATOR_PID=""
-
-stop_pid() {  # SIGINT/SIGTERM, then SIGKILL after 5 s (bounded)
-  local pid="$1" signal="$2"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "-$signal" "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-}
+RELEASE="nemotron-operator"
+OPERATOR_NAMESPACE="nemotron-system"
 
 cleanup() {
   local rc=$?
-  stop_pid "$OPERATOR_PID" TERM
+  # The operator runs as a pod of the simulated cluster: stopping the cluster stops it.
   if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
     kill -INT "$SIM_PID" 2>/dev/null || true
     # Bounded: the cluster stops its servers within a few seconds; then it is killed.
@@ -72,7 +65,7 @@ cat <<EOF
 EOF
 
 step "Start the SIMULATED cluster ($NODES)"
-"$PY" -m nemotron_sim --nodes "$NODES" --kubeconfig "$WORK/kubeconfig" \
+"$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
   --load-seconds "$LOAD_SECONDS" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
 for _ in $(seq 1 300); do  # up to 30 s
@@ -84,23 +77,15 @@ grep -q "SIMULATED cluster ready" "$WORK/sim.log" || { cat "$WORK/sim.log" >&2; 
 grep -v "WARNING" "$WORK/sim.log" | sed 's/; stop with.*//'
 export KUBECONFIG="$WORK/kubeconfig"
 export KUBECACHEDIR="$WORK/kubecache"  # never mix this cluster's discovery into ~/.kube
+# helm's repositories, plugins and caches stay in the demo's directory, not in ~/.
+export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" \
+  HELM_DATA_HOME="$WORK/helm/data"
 show kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.memory
 
-step "Install the CRD and start the operator (nemotron-operator run, a local process)"
-show kubectl apply --server-side -f crds/
-nemotron-operator run --namespaces "$NAMESPACE" --bind-address 127.0.0.1 --health-port 0 \
-  --metrics-port 0 --resync-seconds 10 --lease-namespace default >"$WORK/operator.log" 2>&1 &
-OPERATOR_PID=$!
-for _ in $(seq 1 300); do  # up to 30 s
-  grep -q "health endpoint" "$WORK/operator.log" 2>/dev/null && break
-  kill -0 "$OPERATOR_PID" 2>/dev/null || { cat "$WORK/operator.log" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q "health endpoint" "$WORK/operator.log" || { cat "$WORK/operator.log" >&2; exit 1; }
-HEALTH_URL="$(grep -m1 -o 'http://[^ ,]*/healthz' "$WORK/operator.log")"
-echo "operator running (pid $OPERATOR_PID); $HEALTH_URL says: $("$PY" -c '
-import sys, urllib.request
-print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$HEALTH_URL")"
+step "Install the operator with Helm (the CRD, the operator's Deployment, ServiceAccount, RBAC)"
+show helm install "$RELEASE" charts/nemotron-operator --namespace "$OPERATOR_NAMESPACE" \
+  --create-namespace --wait --timeout "${TIMEOUT}s" --set operator.resyncSeconds=10
+show kubectl get deployments,pods -n "$OPERATOR_NAMESPACE" -o wide
 
 step "Apply $EXAMPLE"
 printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n' "$NAMESPACE" \
@@ -124,7 +109,7 @@ while [ "$SECONDS" -lt "$DEADLINE" ]; do
 done
 if [ "$PHASE" != "Ready" ]; then
   echo "demo: $NAME did not become Ready within ${TIMEOUT}s; the operator's log:" >&2
-  tail -30 "$WORK/operator.log" >&2
+  kubectl logs "deployment/$RELEASE" -n "$OPERATOR_NAMESPACE" --tail=30 >&2 || true
   exit 1
 fi
 
@@ -211,4 +196,4 @@ if [ "${DEMO_KEEP:-0}" = "1" ]; then
   step "The SIMULATED cluster keeps running: export KUBECONFIG=$KUBECONFIG; Ctrl-C stops it"
   wait "$SIM_PID" || true
 fi
-step "Done: stopping the operator and the SIMULATED cluster"
+step "Done: stopping the SIMULATED cluster (and the operator running in it)"

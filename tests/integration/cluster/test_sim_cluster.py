@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -192,6 +193,10 @@ def test_the_demo_runs_end_to_end() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "SIMULATION" in out
+    # The user's path: the chart installs the operator, which runs as a pod of the cluster.
+    assert "$ helm install nemotron-operator charts/nemotron-operator" in out
+    assert "STATUS: deployed" in out
+    assert re.search(r"pod/nemotron-operator-\S+ +1/1 +Running .* sim-system-0", out), out
     assert "nemotrondeployment.serving.nemotron.io/nano created" in out
     assert "plan: 1x NVIDIA-B200 per replica" in out
     assert "1/1   Ready" in out
@@ -199,7 +204,7 @@ def test_the_demo_runs_end_to_end() -> None:
     assert "status.endpoint = http://nano.ai.svc:8000/v1" in out
     assert "content:" in out
     assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
-    assert "Done: stopping the operator and the SIMULATED cluster" in out
+    assert "Done: stopping the SIMULATED cluster (and the operator running in it)" in out
 
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)

@@ -18,8 +18,10 @@
 #      helm uninstall, and the least-privilege checks;
 #   5. deletes the cluster (KIND_KEEP=1 keeps it).
 #
-# Needs: docker, kind (https://kind.sigs.k8s.io), Python >= 3.11. kubectl and helm come from the
-# project's .venv (pinned); helm on PATH is used if the pinned one cannot be fetched.
+# Needs: docker, kind (https://kind.sigs.k8s.io), Python >= 3.11, and a Docker engine with at
+# least 5 CPUs and 34 GiB of memory for the worker: the serving pod is rendered as for a real GPU
+# (4 CPUs and 32 GiB requested for one GPU), and kind nodes report the host's CPUs and memory.
+# kubectl and helm come from the project's .venv (pinned).
 #
 # Environment: KIND_CLUSTER (default nemotron-e2e), KIND_NODE_IMAGE (a kindest/node image, default:
 # kind's own), KIND_GPU_PRODUCT (NVIDIA-H200), KIND_GPU_COUNT (8), KIND_GPU_MEMORY_MIB (143771,
@@ -95,6 +97,17 @@ for _ in $(seq 1 60); do  # bounded: the kubelet copies capacity into allocatabl
 done
 [ "$allocatable" = "$GPU_COUNT" ] || { echo "kind-e2e: nvidia.com/gpu never became allocatable" >&2; exit 1; }
 kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.memory
+# Fail here, with the reason, rather than with a serving pod Pending for Insufficient memory.
+"$PY" - "$(kubectl get node "$node" -o jsonpath='{.status.allocatable.cpu} {.status.allocatable.memory}')" <<'PYTHON'
+import re, sys
+cpu, memory = sys.argv[1].split()
+cores = int(cpu[:-1]) / 1000 if cpu.endswith("m") else float(cpu)
+number, unit = re.fullmatch(r"(\d+)([KMGT]i)?", memory).groups()
+gib = int(number) * {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[unit] / 2**30
+if cores < 5 or gib < 34:
+    sys.exit(f"kind-e2e: the worker has {cores:g} CPUs and {gib:.1f} GiB allocatable; the serving "
+             "pod needs 4 CPUs and 32 GiB (give Docker at least 5 CPUs and 34 GiB)")
+PYTHON
 
 echo "== build and load the images"
 docker build -f hack/images/operator/Dockerfile -t "$OPERATOR_IMAGE" .

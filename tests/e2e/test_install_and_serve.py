@@ -322,6 +322,9 @@ UNUSED_GRANTS: dict[tuple[str, str, str], str] = {
     ("serving.nemotron.io", "nemotrondeployments", "patch"): (
         "the NodePool finalizer, only with spec.nodePool.provisioner Karpenter"
     ),
+    ("serving.nemotron.io", "nemotrondeployments/scale", "patch"): (
+        "the autoscaler, only with spec.autoscaling"
+    ),
     ("serving.nemotron.io", "nemotrondeployments/finalizers", "update"): (
         "blockOwnerDeletion under OwnerReferencesPermissionEnforcement (OpenShift, hardened "
         "clusters), which the simulated server does not enforce"

@@ -69,6 +69,10 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments/status"]
   verbs: ["patch"]
+# The autoscaler (spec.autoscaling) sets spec.replicas through the scale subresource.
+- apiGroups: ["serving.nemotron.io"]
+  resources: ["nemotrondeployments/scale"]
+  verbs: ["patch"]
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments/finalizers"]
   verbs: ["update"]

@@ -76,7 +76,12 @@ class Controller:
                     for key in found:
                         self.queue.add(key)
             except ApiError as exc:
-                logger.warning("resync: cannot list NemotronDeployments: %s", exc)
+                hint = " (is the CRD installed? kubectl apply --server-side -f crds/)"
+                logger.warning(
+                    "resync: cannot list NemotronDeployments: %s%s",
+                    exc,
+                    hint if exc.status == 404 else "",
+                )
             await asyncio.sleep(self.config.resync_seconds)
 
     async def worker(self) -> None:

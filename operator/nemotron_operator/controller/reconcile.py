@@ -67,6 +67,7 @@ class Outcome:
     status: NemotronDeploymentStatus | None = None
     plan_result: PlanResult | None = None
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
+    backoff: float | None = None  # re-queue no sooner than this (a refused apply)
 
 
 def _now() -> datetime:
@@ -189,7 +190,7 @@ class Reconciler:
                 # The server refuses what we rendered (an immutable field, an admission
                 # policy): say so in status and try again later, not in a tight loop.
                 apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
-                outcome.retry_after = self.config.retry_max_seconds
+                outcome.backoff = self.config.retry_max_seconds
             pools_left = [
                 p
                 for p in live.of(NODE_POOLS)

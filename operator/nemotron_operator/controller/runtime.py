@@ -99,6 +99,8 @@ class Controller:
                 self._log(key, outcome)
                 if outcome.retry_after is not None:
                     self.queue.add(key, outcome.retry_after)
+                if outcome.backoff is not None:  # child events must not bring it back sooner
+                    self.queue.retry(key, outcome.backoff)
             except ApiError as exc:
                 self._retry(key, exc)
             except Exception:

@@ -73,6 +73,11 @@ class Outcome:
     backoff: float | None = None  # re-queue no sooner than this (a refused apply)
 
 
+def _pools_left(live: children.Live, deleted: list[str]) -> list[dict[str, Any]]:
+    """This deployment's NodePools that the reconcile did not just delete."""
+    return [p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted]
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -219,12 +224,7 @@ class Reconciler:
                 # policy): say so in status and try again later, not in a tight loop.
                 apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
                 outcome.backoff = self.config.retry_max_seconds
-            pools_left = [
-                p
-                for p in live.of(NODE_POOLS)
-                if f"NodePool/{p['metadata']['name']}" not in outcome.deleted
-            ]
-            if not wants_pool and not pools_left:
+            if not wants_pool and not _pools_left(live, outcome.deleted):
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
             PODS,

@@ -239,8 +239,19 @@ def test_a_shortfall_raises_plan_accurate_and_a_silent_pod_is_reported(
     operator = operator_process
     ensure_namespace(operator.cluster, NAMESPACE)
     operator.cluster.call(lambda c: c.set_kv_cache_bias(-0.10))
-    apply(operator.cluster, lightning("short", replicas=2))
+    apply(operator.cluster, lightning("short"))
+    # The scale subresource, as an HPA or KEDA drives it.
+    operator.cluster.kubectl("scale", "nd", "short", "-n", NAMESPACE, "--replicas=2")
+    until(operator, lambda: len(pod_names(operator, "short")) == 2, "a second pod")
     wait_ready(operator.cluster, "short")
+    scale = json.loads(
+        operator.cluster.kubectl(
+            "get", "nd", "short", "-n", NAMESPACE, "--subresource=scale", "-o", "json"
+        ).stdout
+    )
+    assert scale["spec"]["replicas"] == 2
+    assert scale["status"]["replicas"] == 2
+    assert "app.kubernetes.io/instance=short" in scale["status"]["selector"]
     accurate = until(
         operator,
         lambda: (c := condition(operator.cluster, "PlanAccurate", "short")) and c,
@@ -320,7 +331,13 @@ def test_autoscaling_out_under_waiting_requests_and_back_in_never_past_capacity(
     finally:
         load.stop()
     until(operator, lambda: replicas() == 1, "scaled back in after the delay", seconds=30)
-    reasons = [e["reason"] for e in events(operator, "auto")]
+    # The Event follows the scale write.
+    reasons = until(
+        operator,
+        lambda: (
+            "ScaledDown" in (found := [e["reason"] for e in events(operator, "auto")]) and found
+        ),
+        "the ScaledDown Event",
+    )
     assert "ScaledUpToCapacity" in reasons or "ScaledUp" in reasons
-    assert "ScaledDown" in reasons
     assert "InsufficientCapacity" in reasons

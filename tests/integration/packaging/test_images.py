@@ -181,3 +181,51 @@ def test_stand_in_image_runs_the_rendered_download_script(repo_root: Path, tmp_p
         model_dir / DOWNLOAD_MARKER
     ).read_text().strip() == "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16@main"
     assert "already complete" in result.stdout
+
+
+def test_the_operator_needs_only_its_declared_runtime_dependencies(repo_root: Path) -> None:
+    """The image installs the wheel with [project].dependencies only (no sim extra, no dev
+    tools): `nemotron-operator run`'s modules must import with everything else missing, or the
+    pod fails at start. Optional imports (kubernetes' `try: import kubernetes_validate`) may fall
+    back; a hard import of anything else fails here as it would in the image."""
+    import tomllib
+    from importlib import metadata
+
+    from tests.integration.vllm_stub.test_image import normalise, requirement_closure
+
+    declared = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
+    allowed = requirement_closure({re.split(r"[=<>!~\[ ]", d, maxsplit=1)[0] for d in declared})
+    allowed.add("nemotron-operator")
+    providers = metadata.packages_distributions()
+    blocked = [
+        *sorted(
+            module
+            for module, dists in providers.items()
+            if not {normalise(d) for d in dists} & allowed and module.isidentifier()
+        ),
+        "nemotron_sim",
+    ]
+    assert {"celpy", "jsonschema", "pytest", "nemotron_sim"} <= set(blocked)
+    probe = """
+import importlib.abc, json, sys
+blocked = set(json.loads(sys.argv[1]))
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r} (not in the image)", name=name)
+        return None
+sys.meta_path.insert(0, Missing())
+import nemotron_operator.cli, nemotron_operator.controller.runtime, nemotron_operator.kube.config
+import kubernetes.client, kubernetes.config
+print("imports ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(blocked)],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "imports ok" in result.stdout

@@ -162,4 +162,7 @@ def operator_process(
         yield operator
     finally:
         operator.stop()
+        # Shown by pytest only when the test fails: the operator's side of the story.
+        print(f"--- operator log (last 8000 characters of {operator.log_path}) ---")
+        print(operator.log()[-8000:])
     operator.check_log()

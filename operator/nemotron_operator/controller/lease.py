@@ -101,9 +101,19 @@ class LeaseGuard:
         while True:
             try:
                 held = await self.try_acquire()
-                last_success = loop.time()
+                now = loop.time()
+                if held and self.leader.is_set() and now - self._renewed_at > self.duration:
+                    logger.warning(
+                        "Lease %s/%s renewed %.1f s after the previous renewal (duration %.0f s):"
+                        " the event loop or the API server was slow; not acting meanwhile",
+                        self._namespace,
+                        self._name,
+                        now - self._renewed_at,
+                        self.duration,
+                    )
+                last_success = now
                 if held:
-                    self._renewed_at = last_success
+                    self._renewed_at = now
             except ApiError as exc:
                 held = self.leader.is_set() and loop.time() - last_success < self.duration * 2 / 3
                 logger.warning("Lease %s/%s: %s", self._namespace, self._name, exc)

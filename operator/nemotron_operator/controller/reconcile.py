@@ -70,6 +70,7 @@ class Outcome:
     plan_result: PlanResult | None = None
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
     created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
+    backoff: float | None = None  # re-queue no sooner than this (a refused apply)
 
 
 def _now() -> datetime:
@@ -217,8 +218,13 @@ class Reconciler:
                 # The server refuses what we rendered (an immutable field, an admission
                 # policy): say so in status and try again later, not in a tight loop.
                 apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
-                outcome.retry_after = self.config.retry_max_seconds
-            if not wants_pool and not live.of(NODE_POOLS):
+                outcome.backoff = self.config.retry_max_seconds
+            pools_left = [
+                p
+                for p in live.of(NODE_POOLS)
+                if f"NodePool/{p['metadata']['name']}" not in outcome.deleted
+            ]
+            if not wants_pool and not pools_left:
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
             PODS,
@@ -263,8 +269,10 @@ class Reconciler:
             observation=observation,
             apply_error=apply_error,
         )
-        inputs = self._with_observed(raw, deployment, result, pods, inputs)
-        await self._write_status(raw, inputs, outcome)
+        # The metrics scraper's part (throughput, planCheck, PlanAccurate, autoscaler capacity).
+        await self._write_status(
+            raw, self._with_observed(raw, deployment, result, pods, inputs), outcome
+        )
         return outcome
 
     def _with_observed(
@@ -330,45 +338,39 @@ class Reconciler:
         before = list(previous.conditions) if previous is not None else []
         await post_events(self.kube, raw, before, flipped(before, status.conditions), moment)
 
-    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
+    async def _patch_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
+        """Set ``metadata.finalizers`` if the object is still the version read: a JSON patch
+        whose ``test`` fails (422) means someone wrote first, which is a conflict (re-read and
+        retry soon), not a bad request."""
         metadata = raw["metadata"]
-        current = list(metadata.get("finalizers") or [])
-        if FINALIZER in current:
-            return
         ops: list[dict[str, Any]] = [
             {
                 "op": "test",
                 "path": "/metadata/resourceVersion",
                 "value": metadata["resourceVersion"],
             },
-            {"op": "add", "path": "/metadata/finalizers", "value": [*current, FINALIZER]},
+            {"op": "add", "path": "/metadata/finalizers", "value": value},
         ]
-        updated = await self.kube.patch(
-            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
-        )
+        try:
+            updated = await self.kube.patch(
+                NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
+            )
+        except ApiError as exc:
+            if exc.status == 422:
+                raise ApiError(409, "Conflict", exc.message, exc.method, exc.url) from exc
+            raise
         raw["metadata"] = updated.get("metadata", metadata)
 
+    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
+        current = list(raw["metadata"].get("finalizers") or [])
+        if FINALIZER not in current:
+            await self._patch_finalizers(raw, [*current, FINALIZER])
+
     async def _drop_finalizer(self, raw: dict[str, Any]) -> bool:
-        metadata = raw["metadata"]
-        current = list(metadata.get("finalizers") or [])
+        current = list(raw["metadata"].get("finalizers") or [])
         if FINALIZER not in current:
             return False
-        ops = [
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": metadata["resourceVersion"],
-            },
-            {
-                "op": "replace",
-                "path": "/metadata/finalizers",
-                "value": [f for f in current if f != FINALIZER],
-            },
-        ]
-        updated = await self.kube.patch(
-            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
-        )
-        raw["metadata"] = updated.get("metadata", metadata)
+        await self._patch_finalizers(raw, [f for f in current if f != FINALIZER])
         return True
 
     async def _finalize(self, raw: dict[str, Any]) -> Outcome:

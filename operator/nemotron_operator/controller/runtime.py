@@ -85,7 +85,12 @@ class Controller:
                     for key in found:
                         self.queue.add(key)
             except ApiError as exc:
-                logger.warning("resync: cannot list NemotronDeployments: %s", exc)
+                hint = " (is the CRD installed? kubectl apply --server-side -f crds/)"
+                logger.warning(
+                    "resync: cannot list NemotronDeployments: %s%s",
+                    exc,
+                    hint if exc.status == 404 else "",
+                )
             await asyncio.sleep(self.config.resync_seconds)
 
     async def worker(self) -> None:
@@ -103,6 +108,8 @@ class Controller:
                 self._log(key, outcome)
                 if outcome.retry_after is not None:
                     self.queue.add(key, outcome.retry_after)
+                if outcome.backoff is not None:  # child events must not bring it back sooner
+                    self.queue.retry(key, outcome.backoff)
             except ApiError as exc:
                 self._retry(key, exc)
             except Exception:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from nemotron_operator.api import Condition
 from nemotron_operator.controller.children import APPLIED, contains, stamped, up_to_date
 from nemotron_operator.controller.events import build_event, worth_an_event
+from nemotron_operator.controller.health import HealthState
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import add_arguments, config_from_args
 from nemotron_operator.kube.errors import Action, ApiError, retry_delay
@@ -143,3 +145,27 @@ def test_events_for_warnings_ready_changes_and_recoveries_only() -> None:
     assert event["type"] == "Warning"
     assert event["involvedObject"]["uid"] == "u"
     assert event["reason"] == "CrashLoop"
+
+
+def test_health_fails_without_watch_streams_kopf_or_a_recent_resync() -> None:
+    async def scenario() -> list[list[str]]:
+        now = time.monotonic()
+        state = HealthState(stale_after=60.0, expected_watchers=1, started=now - 120.0)
+        state.last_resync = now
+        results = [state.problems()]  # no watcher task at all
+        watcher = asyncio.create_task(asyncio.Event().wait(), name="watcher for pods.v1@None")
+        results.append(state.problems())  # healthy
+        state.last_resync = now - 61.0
+        results.append(state.problems())  # resync is stale
+        state.last_resync = now
+        state.kopf_running = lambda: False
+        results.append(state.problems())
+        watcher.cancel()
+        return results
+
+    missing, healthy, stale, stopped = asyncio.run(scenario())
+    assert missing == ["0 of 1 watch streams running"]
+    assert healthy == []
+    assert len(stale) == 1
+    assert stale[0].startswith("no successful resync for 61 s")
+    assert stopped == ["kopf has stopped"]

@@ -269,8 +269,10 @@ class Reconciler:
             observation=observation,
             apply_error=apply_error,
         )
-        inputs = self._with_observed(raw, deployment, result, pods, inputs)
-        await self._write_status(raw, inputs, outcome)
+        # The metrics scraper's part (throughput, planCheck, PlanAccurate, autoscaler capacity).
+        await self._write_status(
+            raw, self._with_observed(raw, deployment, result, pods, inputs), outcome
+        )
         return outcome
 
     def _with_observed(

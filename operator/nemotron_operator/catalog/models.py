@@ -66,6 +66,8 @@ class ModelEntry:
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     in_catalog: bool = True
+    # Catalog facts no primary or several-repository source confirms; ``plan`` prints them.
+    unverified: tuple[str, ...] = ()
 
     # The architecture fields, readable directly on the entry.
     @property

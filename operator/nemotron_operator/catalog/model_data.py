@@ -160,6 +160,7 @@ def _entry(
     sources: tuple[str, ...] = (),
     notes: tuple[str, ...] = (),
     unverified: tuple[str, ...] = (),
+    mtp_experts_quantized: bool = False,
 ) -> ModelEntry:
     mtp_pattern = "*E" if mtp_layers else ""
     return ModelEntry(
@@ -183,6 +184,7 @@ def _entry(
         sources=(*sources, VL_REMOTE_CODE_SOURCE if vision else TEXT_REMOTE_CODE_SOURCE),
         notes=notes,
         unverified=unverified,
+        mtp_experts_quantized=mtp_experts_quantized,
     )
 
 
@@ -200,6 +202,10 @@ _UNVERIFIED_ID = (
 _VL_BASE_UNVERIFIED = (
     "Hugging Face id from the seed deployment guide; public sources name only the -BF16 (post-"
     "trained) VL checkpoint, so the Base variant is assumed to share its architecture",
+)
+_MTP_NVFP4_UNVERIFIED = (
+    "MTP routed experts counted NVFP4: inferred from the released checkpoint sizes "
+    "(model-facts.md §3.1), not read from hf_quant_config.json"
 )
 _VL_CONTEXT_UNVERIFIED = (
     "VL max_position_embeddings assumed equal to Super's 262144 (llm_config field not quoted)"
@@ -220,6 +226,8 @@ def _super(precision: Precision, variant: str = "Instruct") -> ModelEntry:
         mtp_layers=1,  # num_nextn_predict_layers 1, mtp_hybrid_override_pattern "*E" [S]
         reasoning=variant == "Instruct",
         sources=_SUPER_SRC,
+        mtp_experts_quantized=precision == "NVFP4",
+        unverified=(_MTP_NVFP4_UNVERIFIED,) if precision == "NVFP4" else (),
     )
 
 
@@ -244,6 +252,7 @@ def _super_vl(precision: Precision, variant: str = "Instruct") -> ModelEntry:
         reasoning=variant == "Instruct",
         sources=_VL_SRC,
         unverified=unverified,
+        mtp_experts_quantized=precision == "NVFP4",
     )
 
 
@@ -292,6 +301,8 @@ def _lightning(precision: Precision) -> ModelEntry:
         mtp_layers=1,  # mtp pattern "attention,moe" [S]
         reasoning=True,
         sources=_LIGHTNING_SRC,
+        mtp_experts_quantized=precision == "NVFP4",
+        unverified=(_MTP_NVFP4_UNVERIFIED,) if precision == "NVFP4" else (),
     )
 
 

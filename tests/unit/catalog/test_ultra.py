@@ -84,8 +84,10 @@ def test_facts_without_a_primary_source_are_marked_unverified() -> None:
     assert entry_of().unverified
     assert entry_of(SUPER_VL_BASE).unverified
     assert entry_of("nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-NVFP4").unverified
-    # Lightning's ids are in vLLM's recipes [S]: no longer unverified.
-    assert not entry_of("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4").unverified
+    # Lightning's ids are in vLLM's recipes [S]: only the inferred MTP storage stays unverified.
+    lightning = entry_of("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4").unverified
+    assert not any("Hugging Face id" in fact for fact in lightning)
+    assert any("MTP routed experts" in fact for fact in lightning)
 
 
 def test_super_vl_base_weighs_the_same_as_the_post_trained_checkpoint() -> None:

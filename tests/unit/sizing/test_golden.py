@@ -157,7 +157,7 @@ def test_nvidia_minimum_h100_layouts(hf_id: str, gpus_needed: int, max_num_seqs:
     # NMT vllm_cookbook: BF16 ≥ 4×H100, FP8 ≥ 2×H100 (model-facts.md §3 [P]), at the default
     # context (262,144 tokens) and the default minConcurrency, with the cookbook's FP8 KV cache.
     # The cookbook passes --max-num-seqs 512 on vLLM 0.17.1; since vLLM 0.19 a pool with fewer
-    # Mamba blocks than max_num_seqs refuses to start, and the FP8 pool on 2×H100 holds 317, so
+    # Mamba blocks than max_num_seqs refuses to start, and the FP8 pool on 2×H100 holds 351, so
     # that layout needs 256 (docs/sizing.md §9 records the disagreement).
     engine = {"kvCacheDtype": "fp8", "maxNumSeqs": max_num_seqs}
     result = plan_deployment(spec(hf_id, engine=engine, capacity={"gpu": {"products": [H100]}}))

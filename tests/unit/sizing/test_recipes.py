@@ -62,6 +62,7 @@ TRTLLM_ULTRA = (
     "the arithmetic is vLLM's)"
 )
 DYNAMO = "docs.dynamo.nvidia.com/dynamo/dev/recipes/nemotron-3-super"
+DYNAMO_ULTRA = "docs.nvidia.com/dynamo/dev/recipes/nemotron-3-ultra (NVFP4 + FP8 KV, MTP 1)"
 SEED_GUIDE = "issue 13 (the Super deployment guides this product grew from)"
 FP8_KV: dict[str, Any] = {"kvCacheDtype": "fp8"}
 
@@ -203,12 +204,12 @@ RECIPES: tuple[Recipe, ...] = (
         },
     ),
     Recipe(
-        "Ultra NVFP4 4xB200 TP4+EP",
-        TRTLLM_ULTRA + "; issue 13",
+        "Ultra NVFP4 4xB200 TP4+EP, MTP 1",
+        DYNAMO_ULTRA + "; " + TRTLLM_ULTRA,
         ULTRA + "NVFP4",
         B200,
         4,
-        {**VLLM_DEFAULTS, **FP8_KV},
+        {"gpuMemoryUtilization": 0.92, **FP8_KV, **mtp(1)},
         expert=True,
     ),
     Recipe(
@@ -244,12 +245,12 @@ RECIPES: tuple[Recipe, ...] = (
         {**VLLM_DEFAULTS, **FP8_KV},
     ),
     Recipe(
-        "Ultra NVFP4 8xH200 TP8+EP",
-        "issue 13 (NVIDIA's Ultra recipes)",
+        "Ultra NVFP4 8xH200 TP8+EP, MTP 1",
+        DYNAMO_ULTRA,
         ULTRA + "NVFP4",
         H200,
         8,
-        {**VLLM_DEFAULTS, **FP8_KV},
+        {"gpuMemoryUtilization": 0.92, **FP8_KV, **mtp(1)},
         expert=True,
     ),
     Recipe(

@@ -16,6 +16,7 @@ from nemotron_operator.catalog.gpus import GIB, MIB
 
 LIGHTNING_NVFP4 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
 ULTRA_NVFP4 = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4"
+ULTRA_BF16 = "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
 SUPER_FP8 = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"
 NO_MTP = {"speculativeDecoding": {"method": "none"}}
 
@@ -38,6 +39,7 @@ RTX_5090 = replace(
 )
 RTX_24GB = replace(RTX_5090, name="NVIDIA-GeForce-RTX-5090-Laptop", memory_bytes=int(23.42 * GIB))
 GB10 = _gpu("NVIDIA-GB10")
+B200 = _gpu("NVIDIA-B200")
 H100 = _gpu("NVIDIA-H100-80GB-HBM3")
 
 
@@ -59,6 +61,8 @@ class LogPoint:
     kv_tokens: int | None = None  # "GPU KV cache size: N tokens"
     concurrency: float | None = None  # "Maximum concurrency for L tokens per request: Cx"
     gpu_memory_known: bool = True  # the device total vLLM multiplies is known
+    # The logged pool depends only on what the planner models (no LoRA buffers, no CPU offload).
+    pool_comparable: bool = True
     why: str = ""
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -134,6 +138,32 @@ POINTS: tuple[LogPoint, ...] = (
         concurrency=4.71,
         extra={"cudaGraphGiB": 0.48},
         why="community NVFP4 quantization: its weights are the log's, not the recipe's",
+    ),
+    LogPoint(
+        name="Ultra BF16, 8xB200 TP8, 256K, LoRA rank 64",
+        source=(
+            "public Ultra sampler profile (vLLM LoRA serving / 256k-context profile, search "
+            "index file 63006066000), section 2"
+        ),
+        vllm="0.22.0",
+        model_id=ULTRA_BF16,
+        gpu=B200,
+        tensor_parallel=8,
+        # max_loras 1, rank 64, --disable-custom-all-reduce; no MTP (block 2080 = S 0); 5.44 =
+        # 713 blocks / 131 proves one Mamba slot per group (no prefix caching).
+        engine={
+            "maxModelLen": 262144,
+            "gpuMemoryUtilization": 0.92,
+            "maxNumSeqs": 512,
+            "enablePrefixCaching": False,
+            **NO_MTP,
+        },
+        started=True,
+        kv_gib=8.49,
+        kv_tokens=1_426_783,
+        concurrency=5.44,
+        pool_comparable=False,
+        why="≈10 GiB per GPU of MoE-LoRA buffers, which the planner does not model",
     ),
     LogPoint(
         name="Nemotron-Labs Elastic 30B-A3B NVFP4, 24 GB laptop GPU, 32K",

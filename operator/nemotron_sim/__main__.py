@@ -77,6 +77,8 @@ async def serve(args: argparse.Namespace) -> None:
         _say("SIMULATED Kubernetes cluster (nemotron-operator sim): no real API server,")
         _say("kubelet, container runtime or GPU; pods run stand-in vLLM servers on loopback.")
         _say(f"  API server: {cluster.url}")
+        if cluster.api.secure_url:  # what the kubeconfig uses: kubectl sends tokens over TLS only
+            _say(f"  API (TLS):  {cluster.api.secure_url}")
         _say(f"  kubeconfig: {cluster.kubeconfig}  (export KUBECONFIG={cluster.kubeconfig})")
         _say(f"  nodes:      {groups}")
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")

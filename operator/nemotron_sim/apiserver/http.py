@@ -10,13 +10,16 @@ from typing import Any
 from aiohttp import web
 
 from nemotron_sim.apiserver import admission, discovery, openapi, tables
+from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
-from nemotron_sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import sim_endpoint
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.apiserver.tokens import ADMIN
 from nemotron_sim.apiserver.watch import Watches
 from nemotron_sim.apiserver.wire import (
     APPLY,
@@ -101,8 +104,11 @@ def _wants_table(request: web.Request) -> bool:
 class ApiHandler:
     """Answers every request: faults first, then discovery, then resources."""
 
-    def __init__(self, store: Store, faults: FaultInjector, watches: Watches) -> None:
-        self.store, self.faults, self.watches = store, faults, watches
+    def __init__(
+        self, store: Store, faults: FaultInjector, watches: Watches, reviews: Reviews, gate: Gate
+    ) -> None:
+        self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
+        self.gate = gate
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -141,16 +147,27 @@ class ApiHandler:
     async def _route(
         self, request: web.Request, is_watch: bool, fault: Fault | None
     ) -> web.StreamResponse:
+        request[USER] = self.gate.admit(request)  # 401/403 before anything is read or served
         path = request.path.rstrip("/") or "/"
         static = self._static(path)
         if static is not None:
             return static
         if path.startswith("/openapi/"):
-            doc = openapi.document(self.store.resources, path, request.query.get("hash"))
+            doc = openapi.document(
+                self.store.resources,
+                path,
+                request.query.get("hash"),
+                lambda name: self.store.peek(CRD_KEY, None, name),
+            )
             if doc is None:
                 raise _no_such_path(path)
             return json_response(doc)
         target = resolve(self.store, path)
+        if is_review(target.info, target.subresource):
+            user = request.get(USER, ADMIN)
+            return await self.reviews.answer(
+                request, target.info, target.namespace, target.name, user
+            )
         if request.method == "GET":
             return await self._get(request, target, is_watch, fault)
         verbs = {"POST": self._post, "PUT": self._put, "PATCH": self._patch, "DELETE": self._delete}

@@ -28,6 +28,13 @@ SERVER_METADATA = (
 _LABEL_NAMED = frozenset({"namespaces", "services"})  # names that must be DNS labels
 
 
+def _path_segment_problem(name: str) -> str | None:
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    bad = [c for c in ("/", "%") if c in name]
+    return f"may not contain '{bad[0]}'" if bad else None
+
+
 def prepare_create(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     """Check and normalise a new object; assign uid, creationTimestamp and generation."""
     if not isinstance(obj, dict):
@@ -38,9 +45,12 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         if not md.get("generateName"):
             raise _invalid(info, "", "metadata.name", "Required value: name or generateName")
         md["name"] = generated_name(md["generateName"])
-    problem = name_problem(str(md["name"]), label=info.key.plural in _LABEL_NAMED)
+    if info.key.group == "rbac.authorization.k8s.io":  # path segments: "system:basic-user"
+        problem = _path_segment_problem(str(md["name"]))
+    else:
+        problem = name_problem(str(md["name"]), label=info.key.plural in _LABEL_NAMED)
     if problem:
-        raise _invalid(info, str(md["name"]), "metadata.name", f"InvalidError value: {problem}")
+        raise _invalid(info, str(md["name"]), "metadata.name", f"Invalid value: {problem}")
     if info.namespaced:
         if not md.get("namespace"):
             raise bad_request(f"metadata.namespace is required for a namespaced {info.kind}")

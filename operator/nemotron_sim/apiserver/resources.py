@@ -87,7 +87,12 @@ class ResourceInfo:
             scale = self._sub("scale", "Scale", sub_verbs)
             scale["group"], scale["version"] = "autoscaling", "v1"
             entries.append(scale)
-        entries.extend(self._sub(name, self.kind, ["create"]) for name in self.extra_subresources)
+        for name in self.extra_subresources:
+            sub = self._sub(name, self.kind, ["create"])
+            group, version, sub["kind"] = _SUBRESOURCE_KINDS.get(name, ("", "", self.kind))
+            if group:
+                sub["group"], sub["version"] = group, version
+            entries.append(sub)
         return entries
 
     def _sub(self, name: str, kind: str, verbs: list[str]) -> dict[str, Any]:
@@ -98,6 +103,15 @@ class ResourceInfo:
             "kind": kind,
             "verbs": verbs,
         }
+
+
+# Create-only subresources whose body is another group's kind, as kube-apiserver lists them.
+_SUBRESOURCE_KINDS = {
+    "eviction": ("policy", "v1", "Eviction"),
+    "binding": ("", "v1", "Binding"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+}
+CREATE_ONLY = ("create",)
 
 
 def _r(
@@ -122,7 +136,8 @@ BUILTIN: tuple[ResourceInfo, ...] = (
        status=True),
     _r("v1", "persistentvolumes", "PersistentVolume", cluster=True, short_names=("pv",),
        status=True),
-    _r("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _r("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
+       extra_subresources=("token",)),
     _r("v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status=True),
     _r("v1", "limitranges", "LimitRange", short_names=("limits",)),
     _r("apps/v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL,
@@ -151,6 +166,19 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     _r("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", cluster=True),
     _r("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding",
        cluster=True),
+    # Reviews: answered at once (nemotron_sim.apiserver.reviews), never stored.
+    _r("authentication.k8s.io/v1", "tokenreviews", "TokenReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+       cluster=True, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
+       cluster=True, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "subjectaccessreviews", "SubjectAccessReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
+       verbs=CREATE_ONLY),
     _r("storage.k8s.io/v1", "storageclasses", "StorageClass", cluster=True,
        short_names=("sc",)),
     _r("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", cluster=True,

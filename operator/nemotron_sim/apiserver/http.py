@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_sim.apiserver import admission, discovery, openapi, tables
+from nemotron_sim.apiserver import admission, discovery, openapi, podlogs, tables
 from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
@@ -110,6 +110,7 @@ class ApiHandler:
         self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
         self.gate = gate
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
+        self.logs: podlogs.LogSource | None = None  # the kubelet's log files, for pods/log
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path.startswith("/_sim/"):
@@ -217,6 +218,8 @@ class ApiHandler:
             raise NotFoundError(info.key.plural, info.key.group, target.name)
         if target.subresource == "scale":
             return json_response(scale_of(info, obj))
+        if target.subresource == "log" and info.key == ResourceKey("", "v1", "pods"):
+            return await podlogs.serve(request, obj, self.logs)
         if target.subresource not in (None, "status"):
             raise _no_such_path(request.path)
         return self._object(request, info, obj)
@@ -317,6 +320,7 @@ class ApiHandler:
         if options.get("orphanDependents") is True or query.get("orphanDependents") == "true":
             policy = "Orphan"
         is_dry_run = dry_run(request) or "All" in (options.get("dryRun") or [])
+        grace = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
         names = (
             [target.name]
             if target.name is not None
@@ -339,6 +343,7 @@ class ApiHandler:
                 propagation=policy,
                 preconditions=options.get("preconditions"),
                 dry_run=is_dry_run,
+                grace_period=None if grace is None else int(grace),
             )
             if obj is None and target.name is not None:
                 raise NotFoundError(info.key.plural, info.key.group, name)

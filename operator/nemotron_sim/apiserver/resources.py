@@ -57,6 +57,7 @@ class ResourceInfo:
     storage: bool = True
     verbs: tuple[str, ...] = VERBS
     extra_subresources: tuple[str, ...] = ()
+    read_subresources: tuple[str, ...] = ()  # GET only, e.g. pods/log
 
     @property
     def singular(self) -> str:
@@ -93,6 +94,7 @@ class ResourceInfo:
             if group:
                 sub["group"], sub["version"] = group, version
             entries.append(sub)
+        entries.extend(self._sub(name, self.kind, ["get"]) for name in self.read_subresources)
         return entries
 
     def _sub(self, name: str, kind: str, verbs: list[str]) -> dict[str, Any]:
@@ -125,7 +127,7 @@ _ALL = ("all",)
 BUILTIN: tuple[ResourceInfo, ...] = (
     _r("v1", "namespaces", "Namespace", cluster=True, short_names=("ns",), status=True),
     _r("v1", "pods", "Pod", short_names=("po",), categories=_ALL, status=True,
-       extra_subresources=("eviction", "binding")),
+       extra_subresources=("eviction", "binding"), read_subresources=("log",)),
     _r("v1", "services", "Service", short_names=("svc",), categories=_ALL, status=True),
     _r("v1", "configmaps", "ConfigMap", short_names=("cm",)),
     _r("v1", "secrets", "Secret"),

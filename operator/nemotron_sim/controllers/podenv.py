@@ -8,7 +8,7 @@ status.podIP. ``resourceFieldRef`` reads the container's requests/limits. ``secr
 ``configMapKeyRef`` and ``envFrom`` are read only when a lookup is given (containers that run as
 real processes); otherwise the variable stays unset, so a reference to it stays literal. A
 ``secretKeyRef`` to a Secret or key that does not exist holds the container in
-``CreateContainerConfigError`` (:func:`missing_secret`).
+``CreateContainerConfigError`` (:func:`missing_secret`), as the kubelet does.
 """
 
 from __future__ import annotations

@@ -314,8 +314,11 @@ CASES: dict[str, Case] = {
     ),
     "spec.engine.enablePrefixCaching": Case({"engine": {"enablePrefixCaching": False}}, args),
     "spec.engine.extraArgs": Case({"engine": {"extraArgs": ["--async-scheduling"]}}, args),
+    # maxNumSeqs 64 alone keeps TP 4 (TP 2 holds 1.47 requests, below the default 2); it is here
+    # because TP 2's pool has 115 Mamba blocks, fewer than vLLM's default 1024 sequences.
     "spec.capacity.minConcurrency": Case(
-        {"capacity": {"minConcurrency": 1}}, flag("--tensor-parallel-size")
+        {"capacity": {"minConcurrency": 1}, "engine": {"maxNumSeqs": 64}},
+        flag("--tensor-parallel-size"),
     ),
     "spec.capacity.gpu.products": Case(
         {"capacity": {"gpu": {"products": ["NVIDIA-B200"]}}}, pod_field("nodeSelector")

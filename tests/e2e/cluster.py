@@ -125,7 +125,14 @@ class E2ECluster:
             text=True,
         )
         try:
-            wait_until(lambda: _port_open(local), seconds=30, what="kubectl port-forward")
+            wait_until(
+                lambda: _port_open(local) or forward.poll() is not None,
+                seconds=30,
+                what="kubectl port-forward",
+            )
+            if forward.poll() is not None:
+                output = forward.stdout.read() if forward.stdout else ""
+                raise AssertionError(f"kubectl port-forward exited: {output}")
             yield f"http://127.0.0.1:{local}{parts.path}"
         finally:
             forward.terminate()

@@ -9,9 +9,9 @@
 # What it does:
 #   1. kind create cluster (one control-plane node, one worker that plays a GPU node);
 #   2. advertises fake GPUs on the worker: GPU Feature Discovery's labels (nvidia.com/gpu.product,
-#      .memory, .count, ...), the nvidia.com/gpu=present:NoSchedule taint, and nvidia.com/gpu
-#      capacity patched onto the node's status through the API (the kubelet then reports it as
-#      allocatable, as for any extended resource; there is no device plugin and no GPU);
+#      .memory, .count, ...) and nvidia.com/gpu capacity patched onto the node's status through
+#      the API (the kubelet then reports it as allocatable, as for any extended resource; there
+#      is no device plugin and no GPU);
 #   3. builds the operator image and the stand-in vLLM image and loads both into the cluster;
 #   4. runs tests/e2e with KIND_E2E=1 and KUBECONFIG set: helm install of charts/nemotron-operator,
 #      a NemotronDeployment served by the stand-in vLLM, a chat completion, helm upgrade, deletion,
@@ -85,7 +85,8 @@ kubectl label node "$node" --overwrite \
   "nvidia.com/gpu.memory=$GPU_MEMORY_MIB" \
   nvidia.com/gpu.replicas=1 \
   nvidia.com/gpu.sharing-strategy=none
-kubectl taint node "$node" nvidia.com/gpu=present:NoSchedule --overwrite
+# No nvidia.com/gpu taint (GPU pools often have one, and the serving pods tolerate it): kind keeps
+# its control-plane taint in a multi-node cluster, so the operator's pod needs this worker.
 # Extended resources are advertised by patching the node's status (Kubernetes docs, "Advertise
 # Extended Resources for a Node"); "~1" escapes the "/" of nvidia.com/gpu in a JSON pointer.
 kubectl patch node "$node" --subresource=status --type=json \

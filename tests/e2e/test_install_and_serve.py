@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.e2e.cluster import (
     EXAMPLE,
@@ -30,6 +29,7 @@ from tests.e2e.cluster import (
     post_json,
     wait_until,
 )
+from tests.e2e.rbac_audit import UNUSED_GRANTS, chart_grants
 from tests.helm import CHART
 
 OPERATOR = RELEASE  # the chart's full name when the release is named after it
@@ -304,39 +304,6 @@ def test_deleting_the_deployment_removes_everything_it_created(served: E2ECluste
     wait_until(gone, seconds=120, what="the deployment's children to be deleted")
 
 
-# Grants this module's flow does not exercise, and why the chart keeps each of them.
-_SSA_CREATE = (
-    "kube-apiserver authorizes a server-side apply that creates an object as create as well as "
-    "patch (the simulated server checks patch only)"
-)
-_OBSOLETE_CHILD = (
-    "a child that is no longer desired is deleted (a layout change drops headless workers or the "
-    "PDB); this flow never changes the layout"
-)
-_SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the example has none"
-UNUSED_GRANTS: dict[tuple[str, str, str], str] = {
-    ("apps", "statefulsets", "create"): _SSA_CREATE,
-    ("", "services", "create"): _SSA_CREATE,
-    ("policy", "poddisruptionbudgets", "create"): _SSA_CREATE,
-    ("apps", "statefulsets", "delete"): _OBSOLETE_CHILD,
-    ("", "services", "delete"): _OBSOLETE_CHILD,
-    ("policy", "poddisruptionbudgets", "delete"): _OBSOLETE_CHILD,
-    ("", "persistentvolumeclaims", "create"): _SHARED_CACHE,
-    ("", "persistentvolumeclaims", "patch"): _SHARED_CACHE,
-    ("", "persistentvolumeclaims", "delete"): _SHARED_CACHE,
-    ("serving.nemotron.io", "nemotrondeployments", "patch"): (
-        "the NodePool finalizer, only with spec.nodePool.provisioner Karpenter"
-    ),
-    ("serving.nemotron.io", "nemotrondeployments/scale", "patch"): (
-        "the autoscaler, only with spec.autoscaling"
-    ),
-    ("serving.nemotron.io", "nemotrondeployments/finalizers", "update"): (
-        "blockOwnerDeletion under OwnerReferencesPermissionEnforcement (OpenShift, hardened "
-        "clusters), which the simulated server does not enforce"
-    ),
-}
-
-
 def test_operator_calls_only_what_the_chart_grants_and_uses_every_grant(
     installed: E2ECluster,
 ) -> None:
@@ -357,21 +324,6 @@ def test_operator_calls_only_what_the_chart_grants_and_uses_every_grant(
     )
     stale = set(UNUSED_GRANTS) & used
     assert not stale, f"used after all: drop from UNUSED_GRANTS {sorted(stale)}"
-
-
-def chart_grants(cluster: E2ECluster) -> set[tuple[str, str, str]]:
-    manifest = cluster.helm("get", "manifest", RELEASE, "--namespace", OPERATOR_NAMESPACE).stdout
-    granted = set()
-    for obj in yaml.safe_load_all(manifest):
-        if obj and obj["kind"] in {"Role", "ClusterRole"}:
-            for rule in obj["rules"]:
-                granted |= {
-                    (group, resource, verb)
-                    for group in rule["apiGroups"]
-                    for resource in rule["resources"]
-                    for verb in rule["verbs"]
-                }
-    return granted
 
 
 def test_helm_uninstall_removes_the_operator_and_keeps_the_crd(installed: E2ECluster) -> None:

@@ -1,0 +1,57 @@
+"""The RBAC audit of the e2e suite: what the chart grants, and the grants its flow never uses."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.e2e.cluster import OPERATOR_NAMESPACE, RELEASE, E2ECluster
+
+Grant = tuple[str, str, str]  # (API group, resource[/subresource], verb)
+
+# Grants the e2e flow (test_install_and_serve) does not exercise, and why the chart keeps each.
+_SSA_CREATE = (
+    "kube-apiserver authorizes a server-side apply that creates an object as create as well as "
+    "patch (the simulated server checks patch only)"
+)
+_OBSOLETE_CHILD = (
+    "a child that is no longer desired is deleted (a layout change drops headless workers or the "
+    "PDB); this flow never changes the layout"
+)
+_SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the example has none"
+UNUSED_GRANTS: dict[Grant, str] = {
+    ("apps", "statefulsets", "create"): _SSA_CREATE,
+    ("", "services", "create"): _SSA_CREATE,
+    ("policy", "poddisruptionbudgets", "create"): _SSA_CREATE,
+    ("apps", "statefulsets", "delete"): _OBSOLETE_CHILD,
+    ("", "services", "delete"): _OBSOLETE_CHILD,
+    ("policy", "poddisruptionbudgets", "delete"): _OBSOLETE_CHILD,
+    ("", "persistentvolumeclaims", "create"): _SHARED_CACHE,
+    ("", "persistentvolumeclaims", "patch"): _SHARED_CACHE,
+    ("", "persistentvolumeclaims", "delete"): _SHARED_CACHE,
+    ("serving.nemotron.io", "nemotrondeployments", "patch"): (
+        "the NodePool finalizer, only with spec.nodePool.provisioner Karpenter"
+    ),
+    ("serving.nemotron.io", "nemotrondeployments/scale", "patch"): (
+        "the autoscaler, only with spec.autoscaling"
+    ),
+    ("serving.nemotron.io", "nemotrondeployments/finalizers", "update"): (
+        "blockOwnerDeletion under OwnerReferencesPermissionEnforcement (OpenShift, hardened "
+        "clusters), which the simulated server does not enforce"
+    ),
+}
+
+
+def chart_grants(cluster: E2ECluster) -> set[Grant]:
+    """(group, resource, verb) of every rule of the installed release's Roles and ClusterRoles."""
+    manifest = cluster.helm("get", "manifest", RELEASE, "--namespace", OPERATOR_NAMESPACE).stdout
+    granted = set()
+    for obj in yaml.safe_load_all(manifest):
+        if obj and obj["kind"] in {"Role", "ClusterRole"}:
+            for rule in obj["rules"]:
+                granted |= {
+                    (group, resource, verb)
+                    for group in rule["apiGroups"]
+                    for resource in rule["resources"]
+                    for verb in rule["verbs"]
+                }
+    return granted

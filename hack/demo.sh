@@ -89,7 +89,8 @@ show kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com
 step "Install the CRD and start the operator (nemotron-operator run, a local process)"
 show kubectl apply --server-side -f crds/
 nemotron-operator run --namespaces "$NAMESPACE" --bind-address 127.0.0.1 --health-port 0 \
-  --metrics-port 0 --resync-seconds 10 --lease-namespace default >"$WORK/operator.log" 2>&1 &
+  --metrics-port 0 --resync-seconds 10 --scrape-seconds 1 --lease-namespace default \
+  >"$WORK/operator.log" 2>&1 &
 OPERATOR_PID=$!
 for _ in $(seq 1 300); do  # up to 30 s
   grep -q "health endpoint" "$WORK/operator.log" 2>/dev/null && break
@@ -204,6 +205,81 @@ print("vLLM metrics after the request (stand-in):")
 for line in metrics.splitlines():
     if line.startswith(("vllm:generation_tokens_total", "vllm:prompt_tokens_total",
                         "vllm:num_requests_running")):
+        print(f"  {line}")
+EOF
+
+step "Throughput in status and the plan checked against what vLLM allocated"
+METRICS_URL="$(grep -o 'http://[^ ,]*/metrics' "$WORK/operator.log" | head -1)"
+"$PY" - "http://$CLUSTER_IP:$PORT" "$NAME" "$NAMESPACE" "$METRICS_URL" <<'EOF'
+import json, subprocess, sys, threading, time, urllib.request
+
+base, name, namespace, metrics_url = sys.argv[1:5]
+model = json.load(urllib.request.urlopen(f"{base}/v1/models", timeout=10))["data"][0]["id"]
+stop = threading.Event()
+
+
+def chat(worker: int) -> None:
+    for i in range(1000):
+        if stop.is_set():
+            return
+        body = {"model": model, "max_tokens": 64, "ignore_eos": True,
+                "messages": [{"role": "user", "content": f"request {worker}.{i}"}]}
+        request = urllib.request.Request(f"{base}/v1/chat/completions", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+
+
+def status() -> dict:
+    out = subprocess.run(["kubectl", "get", "nd", name, "-n", namespace, "-o", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out).get("status", {})
+
+
+print("4 clients send chat completions; the operator scrapes the serving pods every second")
+workers = [threading.Thread(target=chat, args=(w,)) for w in range(4)]
+for worker in workers:
+    worker.start()
+deadline = time.monotonic() + 20
+shown = {}
+while time.monotonic() < deadline:
+    shown = status().get("throughput") or {}
+    if shown.get("generationTokensPerSecond", 0) > 0:
+        break
+    time.sleep(0.3)
+print("$ kubectl get nd " + name + " -n " + namespace)
+print(subprocess.run(["kubectl", "get", "nd", name, "-n", namespace],
+                     capture_output=True, text=True).stdout)
+stop.set()
+for worker in workers:
+    worker.join()
+keys = ("generationTokensPerSecond", "promptTokensPerSecond", "requestsRunning",
+        "requestsWaiting", "kvCacheUsage", "mtpAcceptanceRate", "mtpMeanAcceptedLength",
+        "ttftSecondsP50", "ttftSecondsP95", "podsSampled", "sampledAt")
+print("status.throughput: " + ", ".join(f"{k}={shown[k]}" for k in keys if k in shown))
+current = status()
+plan, check = current["plan"], current.get("planCheck")
+if check:
+    print()
+    print(f"{'capacity per replica':<22} {'planned':>12} {'vLLM':>12} {'deviation':>10}")
+    rows = (("KV cache blocks", plan["kvCacheBlocks"], check["kvCacheBlocks"],
+             check["blocksDeviation"]),
+            ("KV cache tokens", plan["kvCacheTokens"], check["kvCacheTokens"],
+             check["tokensDeviation"]),
+            ("max concurrency", plan["maxConcurrency"], check["maxConcurrency"],
+             check["concurrencyDeviation"]))
+    for label, planned, observed, deviation in rows:
+        print(f"{label:<22} {planned:>12,} {observed:>12,} {deviation:>+10.1%}")
+    accurate = next(c for c in current["conditions"] if c["type"] == "PlanAccurate")
+    print(f"PlanAccurate={accurate['status']} ({accurate['reason']}): {accurate['message']}")
+text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+print()
+print(f"some of the operator's series ({metrics_url}):")
+for line in text.splitlines():
+    if line.startswith(("nemotron_deployment_generation_tokens_per_second",
+                        "nemotron_deployment_mtp_acceptance_ratio",
+                        "nemotron_deployment_planned_kv_cache_tokens",
+                        "nemotron_deployment_observed_kv_cache_tokens",
+                        "nemotron_deployment_ready{")):
         print(f"  {line}")
 EOF
 

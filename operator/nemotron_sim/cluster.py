@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import tempfile
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -191,6 +192,12 @@ class SimCluster:
 
     async def settle(self, seconds: float = 5.0) -> bool:
         return await self._running().settle(seconds)
+
+    def set_kv_cache_bias(self, bias: float) -> None:
+        """Stand-in vLLMs started from now on allocate ``bias`` more (+) or less (-) KV cache
+        than their own accounting (the operator's plan check reports it)."""
+        kubelet = self._running().kubelet
+        kubelet.settings = dataclasses.replace(kubelet.settings, kv_cache_bias=bias)
 
 
 class BackgroundCluster:

@@ -19,6 +19,7 @@ _WARNING = {
     ("Feasible", "False"),
     ("CapacityAvailable", "False"),
     ("Degraded", "True"),
+    ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
 }
 _COMPONENT = "nemotron-operator"
 

@@ -16,15 +16,19 @@ import time
 from collections.abc import Callable
 
 import kopf
+from prometheus_client import REGISTRY
 
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
+from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.reconcile import Outcome, Reconciler
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
+from nemotron_operator.telemetry import OperatorMetrics
+from nemotron_operator.telemetry.watches import count_watch_restarts
 
 logger = logging.getLogger("nemotron_operator")
 
@@ -39,6 +43,11 @@ class Controller:
         self.kube = kube
         self.queue = WorkQueue()
         self.reconciler = Reconciler(kube, config)
+        self.metrics = OperatorMetrics(REGISTRY)
+        self.observability = Observability(kube, config, self.queue, self.metrics)
+        self.reconciler.observability = self.observability
+        kube.on_response = self.metrics.api_request
+        count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
             stale_after=config.liveness_stale_after, expected_watchers=len(WATCHED) * namespaces
@@ -110,8 +119,20 @@ class Controller:
             finally:
                 self.queue.done(key)
                 elapsed = time.monotonic() - started
+                self._observe(key, outcome, elapsed)
                 for observer in observers:
                     observer(key, outcome, elapsed)
+
+    def _observe(self, key: Key, outcome: Outcome | None, elapsed: float) -> None:
+        """The operator's reconcile metrics, and the deployment's readiness and plan series
+        (removed once it is gone)."""
+        self.metrics.reconcile_finished(outcome.result if outcome else "error", elapsed)
+        if outcome is None:
+            return
+        if outcome.result in ("gone", "finalized"):
+            self.observability.forget(key)
+        else:
+            self.observability.reconciled(key, outcome.status, outcome.created)
 
     def _retry(self, key: Key, exc: ApiError) -> None:
         if exc.action is Action.GONE:
@@ -195,6 +216,7 @@ async def run_operator(config: OperatorConfig) -> int:
         ]
         if controller.lease is not None:
             tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
+        tasks.append(asyncio.create_task(controller.observability.run(), name="observability"))
         logger.info(
             "nemotron-operator running: namespaces %s, resync every %.0f s, %s",
             ",".join(config.namespaces) or "all",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
+from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.status import observe as o
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
@@ -45,6 +46,11 @@ class StatusInputs:
     node_pool: NodePoolStatus | None = None
     observation: o.Observation | None = None
     apply_error: str | None = None  # the API server refused a rendered child: its message
+    # From the metrics scraper (controller.observability); None keeps what status has.
+    throughput: Throughput | None = None
+    plan_check: PlanCheck | None = None
+    plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
+    autoscale_capacity_problem: str | None = None
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -78,6 +84,10 @@ def _unplanned(inputs: StatusInputs, cond: ConditionFactory) -> tuple[list[Condi
 
 def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condition:
     capacity = inputs.capacity
+    if inputs.autoscale_capacity_problem is not None:
+        return cond(
+            "CapacityAvailable", "False", INSUFFICIENT_GPUS, inputs.autoscale_capacity_problem
+        )
     if capacity is None:
         return cond("CapacityAvailable", "Unknown", NOT_PLANNED, "GPU inventory not read")
     if capacity.available or ready >= inputs.replicas:
@@ -144,6 +154,8 @@ def compute_status(
         conditions, phase = _unplanned(inputs, cond)
     else:
         conditions, phase = _planned(inputs, inputs.plan, ready, cond)
+    if inputs.plan_accurate is not None and inputs.plan is not None:
+        conditions.append(cond("PlanAccurate", *inputs.plan_accurate))
     computed = {c.type for c in conditions}
     keep_others = [c for c in before if c.type not in computed]
     return NemotronDeploymentStatus.model_validate(
@@ -158,6 +170,9 @@ def compute_status(
             "ready": f"{ready}/{inputs.replicas}",
             "selector": inputs.selector,
             "endpoint": inputs.endpoint if inputs.plan is not None else None,
-            "throughput": previous.throughput if previous is not None else None,
+            "throughput": inputs.throughput
+            or (previous.throughput if previous is not None else None),
+            "planCheck": inputs.plan_check
+            or (previous.plan_check if previous is not None else None),
         }
     )

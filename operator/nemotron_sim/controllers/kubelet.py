@@ -27,9 +27,9 @@ from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.images import ImagePrograms
 from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
-from nemotron_sim.controllers.kinds import PODS, SECRETS
+from nemotron_sim.controllers.kinds import NODES, PODS, SECRETS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
-from nemotron_sim.controllers.podenv import expanded_argv, missing_secret
+from nemotron_sim.controllers.podenv import container_env, expanded_argv, missing_secret
 from nemotron_sim.controllers.podfiles import ApiAccess
 from nemotron_sim.controllers.probes import resolve_port
 from nemotron_sim.controllers.process_pods import PodTokenSource, ProcessPods
@@ -41,6 +41,7 @@ from nemotron_sim.controllers.runtime import (
     now_rfc3339,
 )
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.vllm.kv_cache import parse_bias
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -60,6 +61,9 @@ class KubeletSettings:
     probe_time_scale: float = 1.0  # process probes: their periods and delays times this
     workdir: Path | None = None  # pod directories of process pods (default: a temp dir)
     stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops
+    # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
+    # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
+    kv_cache_bias: float = 0.0
 
     def runner_settings(self) -> RunnerSettings:
         return RunnerSettings(
@@ -68,6 +72,10 @@ class KubeletSettings:
             crash_backoff_seconds=self.crash_backoff_seconds,
             crash_backoff_cap_seconds=self.crash_backoff_cap_seconds,
         )
+
+
+KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def is_vllm_serve(argv: list[str]) -> bool:
@@ -196,14 +204,21 @@ class Kubelet:
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
+        gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             if self.settings.programs.runs(container):
                 continue
             argv = expanded_argv(seen, container)
             if is_vllm_serve(argv):
                 try:
+                    bias = container_env(seen, container).get(KV_CACHE_BIAS_ENV)
                     stubs[container["name"]] = StubVllm(
-                        argv, load_seconds=self.settings.load_seconds
+                        argv,
+                        load_seconds=self.settings.load_seconds,
+                        gpu_product=gpu_product,
+                        kv_cache_bias=self.settings.kv_cache_bias
+                        if bias is None
+                        else parse_bias(KV_CACHE_BIAS_ENV, bias),
                     )
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
@@ -218,6 +233,13 @@ class Kubelet:
                 with contextlib.suppress(Exception):
                     await stub.stop()
             self._pod_ips.release(running.pod_ip)
+
+    def _gpu_product(self, node_name: str | None) -> str | None:
+        """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
+        node = self._store.get(NODES, None, node_name) if node_name else None
+        labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+        product = labels.get(GPU_PRODUCT_LABEL)
+        return str(product) if product else None
 
     def _allocate_ip(self, ports: list[int]) -> str:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
@@ -276,6 +298,25 @@ class Kubelet:
             for task in probes:
                 task.cancel()
 
+    async def _start_processes(
+        self, running: _RunningPod, pod: dict[str, Any], model: PodModel
+    ) -> list[asyncio.Task[None]]:
+        uid = pod["metadata"].get("uid", "")
+
+        def write() -> None:
+            phase = self.processes.finished_phase(uid, model)
+            if phase is not None:
+                model.phase = phase
+            with contextlib.suppress(ApiError):
+                self._write(running, model)
+
+        def record(reason: str, message: str, warning: bool) -> None:
+            with contextlib.suppress(ApiError):
+                ref = involved(pod, "v1", "Pod")
+                self._recorder.record(COMPONENT, ref, reason, message, warning=warning)
+
+        return await self.processes.start(pod, model, write, record)
+
     async def _wait_for_secrets(
         self, running: _RunningPod, model: PodModel, state: ContainerState, spec: Mapping[str, Any]
     ) -> None:
@@ -296,25 +337,6 @@ class Kubelet:
                 self._write(running, model)
                 reported = problem
             await asyncio.sleep(max(0.1, self.settings.probe_period))
-
-    async def _start_processes(
-        self, running: _RunningPod, pod: dict[str, Any], model: PodModel
-    ) -> list[asyncio.Task[None]]:
-        uid = pod["metadata"].get("uid", "")
-
-        def write() -> None:
-            phase = self.processes.finished_phase(uid, model)
-            if phase is not None:
-                model.phase = phase
-            with contextlib.suppress(ApiError):
-                self._write(running, model)
-
-        def record(reason: str, message: str, warning: bool) -> None:
-            with contextlib.suppress(ApiError):
-                ref = involved(pod, "v1", "Pod")
-                self._recorder.record(COMPONENT, ref, reason, message, warning=warning)
-
-        return await self.processes.start(pod, model, write, record)
 
     async def _probe(
         self, running: _RunningPod, model: PodModel, state: ContainerState, target: tuple[int, str]

@@ -31,7 +31,7 @@ def test_only_served_namespaces_and_no_pod_monitor_without_its_crd(
     other = deployment("other")
     other["metadata"]["namespace"] = "elsewhere"
     apply(cluster, other)
-    apply(cluster, deployment(monitoring={"serviceMonitor": {"enabled": True}}))
+    apply(cluster, deployment(monitoring={"podMonitor": {"enabled": True}}))
     wait_ready(cluster)
     assert not [
         r

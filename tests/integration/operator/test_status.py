@@ -154,7 +154,7 @@ def test_node_pool_and_pod_monitor_follow_the_spec_and_the_finalizer_removes_the
     cluster = operator_process.cluster
     ensure_namespace(cluster, NAMESPACE)
     karpenter = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
-    monitoring = {"serviceMonitor": {"enabled": True}}
+    monitoring = {"podMonitor": {"enabled": True}}
     apply(cluster, deployment(nodePool=karpenter, monitoring=monitoring))
     wait_ready(cluster)
     (pool,) = _pools(cluster)

@@ -140,3 +140,26 @@ def sim_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SimC
     options.setdefault("kubeconfig", tmp_path / "kubeconfig")
     with BackgroundCluster(**options) as background:
         yield SimClusterHandle(background, tmp_path)
+
+
+@pytest.fixture
+def operator_process(
+    request: pytest.FixtureRequest, sim_cluster: SimClusterHandle, tmp_path: Path
+) -> Iterator[Any]:
+    """The real operator against ``sim_cluster`` (the CRD installed, the operator started with
+    fast test flags) — an ``OperatorProcess`` (tests/integration/operator_process.py documents
+    its interface). Extra ``run`` flags by indirect parametrisation:
+    ``@pytest.mark.parametrize("operator_process", [["--namespaces=ai"]], indirect=True)``.
+    After the test the operator is stopped and its log is checked for unexpected tracebacks."""
+    from tests.integration.operator_process import OperatorProcess, install_crds
+
+    install_crds(sim_cluster)
+    operator = OperatorProcess(
+        sim_cluster, tmp_path / "operator.log", extra_args=getattr(request, "param", None) or ()
+    )
+    operator.start()
+    try:
+        yield operator
+    finally:
+        operator.stop()
+    operator.check_log()

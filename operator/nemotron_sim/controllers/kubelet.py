@@ -27,9 +27,9 @@ import aiohttp
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.ipam import LoopbackPool
-from nemotron_sim.controllers.kinds import PODS
+from nemotron_sim.controllers.kinds import PODS, SECRETS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
-from nemotron_sim.controllers.podenv import expanded_argv
+from nemotron_sim.controllers.podenv import expanded_argv, missing_secret
 from nemotron_sim.controllers.runtime import (
     EventRecorder,
     involved,
@@ -203,7 +203,9 @@ class Kubelet:
         model: PodModel,
         stubs: dict[str, StubVllm | StubVllmArgumentError],
     ) -> None:
-        for init in model.init_containers:
+        specs_init = (pod.get("spec") or {}).get("initContainers") or []
+        for init, spec in zip(model.init_containers, specs_init, strict=False):
+            await self._wait_for_secrets(running, model, init, spec)
             started = now_rfc3339()
             init.run(started)
             self._write(running, model)  # the first one also reports the pod IP
@@ -217,6 +219,7 @@ class Kubelet:
             if isinstance(stub, StubVllmArgumentError):
                 probes.append(asyncio.create_task(self._crash_loop(running, model, state, stub)))
                 continue
+            await self._wait_for_secrets(running, model, state, specs[state.name])
             state.run(now_rfc3339())
             if stub is None:
                 state.ready = True
@@ -235,6 +238,27 @@ class Kubelet:
         finally:
             for task in probes:
                 task.cancel()
+
+    async def _wait_for_secrets(
+        self, running: _RunningPod, model: PodModel, state: ContainerState, spec: Mapping[str, Any]
+    ) -> None:
+        """As the kubelet: a container whose Secret is missing waits, reported as
+        ``CreateContainerConfigError``, and starts once the Secret exists."""
+        reported = None
+        while True:
+            secrets = {
+                str(s["metadata"]["name"]): s for s in self._store.scan(SECRETS, running.namespace)
+            }
+            problem = missing_secret(spec, running.namespace, secrets)
+            if problem is None:
+                return
+            if problem != reported:
+                state.state = {
+                    "waiting": {"reason": "CreateContainerConfigError", "message": problem}
+                }
+                self._write(running, model)
+                reported = problem
+            await asyncio.sleep(max(0.1, self.settings.probe_period))
 
     async def _probe(
         self, running: _RunningPod, model: PodModel, state: ContainerState, target: tuple[int, str]

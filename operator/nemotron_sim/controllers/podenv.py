@@ -5,7 +5,8 @@ from the ``apps.kubernetes.io/pod-index`` label), so the stand-in must see them 
 Supported ``fieldRef`` paths: metadata.name/namespace/uid, metadata.labels['k'],
 metadata.annotations['k'], spec.nodeName, spec.serviceAccountName, status.hostIP and
 status.podIP. ``secretKeyRef``, ``configMapKeyRef`` and ``resourceFieldRef`` are not read (the
-variable stays unset, so a reference to it stays literal).
+variable stays unset, so a reference to it stays literal); a ``secretKeyRef`` to a Secret or key
+that does not exist holds the container in ``CreateContainerConfigError`` (:func:`missing_secret`).
 """
 
 from __future__ import annotations
@@ -69,3 +70,23 @@ def expanded_argv(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[
     env = container_env(pod, container)
     words = [*(container.get("command") or []), *(container.get("args") or [])]
     return [expand(str(word), env) for word in words]
+
+
+def missing_secret(
+    container: Mapping[str, Any], namespace: str, secrets: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """The kubelet's refusal to start ``container`` (``CreateContainerConfigError``) when an
+    ``env[].valueFrom.secretKeyRef`` that is not ``optional`` names a Secret or key that does not
+    exist; ``secrets`` maps names to Secret objects of the pod's namespace. Only existence is
+    checked: values never reach the stand-in."""
+    for var in container.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("secretKeyRef")
+        if not ref or ref.get("optional"):
+            continue
+        name, key = str(ref.get("name", "")), str(ref.get("key", ""))
+        secret = secrets.get(name)
+        if secret is None:
+            return f'secret "{name}" not found'
+        if key not in (secret.get("data") or {}) and key not in (secret.get("stringData") or {}):
+            return f"couldn't find key {key} in Secret {namespace}/{name}"
+    return None

@@ -1,0 +1,152 @@
+"""Converge the children of one NemotronDeployment: apply what differs, delete what is no
+longer rendered, and write nothing when the cluster already matches.
+
+"Matches" is decided before any request: each applied object carries the digest of what was
+applied (``serving.nemotron.io/applied``), and a child is applied again only when that digest
+differs from the desired one (the spec changed, or we removed a field) or when the live object
+no longer contains every desired field with its value (drift: an edited image, a deleted
+Service). A server fills in defaults (clusterIP, imagePullPolicy, ...) that are not in the
+desired object; those are ignored, so an untouched child costs no request at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube.resources import CHILD_RESOURCES, NODE_POOLS, Resource, resource_of
+from nemotron_operator.render import names as n
+
+APPLIED = f"{n.DOMAIN}/applied"
+logger = logging.getLogger(__name__)
+
+
+def digest(obj: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def stamped(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with the digest of itself in an annotation (on the object, never on a pod
+    template, so it rolls no pods)."""
+    value = digest(obj)
+    out = {**obj, "metadata": {**obj["metadata"]}}
+    out["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), APPLIED: value}
+    return out
+
+
+def contains(live: Any, desired: Any) -> bool:
+    """Every field of ``desired`` is in ``live`` with the same value (lists element-wise);
+    numbers and their string forms are equal (a server writes quantities as strings)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            key in live and contains(live[key], value) for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(live, list)
+            and len(live) == len(desired)
+            and all(contains(a, b) for a, b in zip(live, desired, strict=True))
+        )
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return live is desired
+    if isinstance(desired, int | float) and isinstance(live, str | int | float):
+        return str(live) == str(desired)
+    return bool(live == desired)
+
+
+def up_to_date(live: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
+    if live is None:
+        return False
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(APPLIED) == desired["metadata"]["annotations"][APPLIED] and contains(
+        live, desired
+    )
+
+
+@dataclass
+class Live:
+    """The children found by the instance label, by resource and name."""
+
+    objects: dict[tuple[Resource, str], dict[str, Any]] = field(default_factory=dict)
+
+    def of(self, resource: Resource) -> list[dict[str, Any]]:
+        return [obj for (res, _), obj in self.objects.items() if res == resource]
+
+
+def owned_by(obj: dict[str, Any], uid: str, owner_key: str) -> bool:
+    metadata = obj.get("metadata") or {}
+    if any(ref.get("uid") == uid for ref in metadata.get("ownerReferences") or []):
+        return True
+    return (metadata.get("annotations") or {}).get(n.OWNER) == owner_key
+
+
+async def read_live(
+    kube: KubeClient,
+    namespace: str,
+    names: n.Names,
+    *,
+    uid: str,
+    served: frozenset[Resource],
+) -> Live:
+    selector = f"{n.INSTANCE}={names.instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}"
+    owner_key = f"{names.namespace}/{names.deployment}"
+    live = Live()
+    for resource in CHILD_RESOURCES:
+        if resource not in served:
+            continue
+        where = namespace if resource.namespaced else None
+        for obj in await kube.list(resource, where, label_selector=selector):
+            if owned_by(obj, uid, owner_key):
+                live.objects[(resource, obj["metadata"]["name"])] = obj
+    return live
+
+
+@dataclass
+class SyncResult:
+    applied: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # kinds the cluster does not serve
+
+
+async def sync(
+    kube: KubeClient,
+    desired: list[dict[str, Any]],
+    live: Live,
+    *,
+    served: frozenset[Resource],
+) -> SyncResult:
+    """Apply each desired object that is missing or differs; delete owned children that are no
+    longer desired (a NodePool only through :func:`delete_node_pools`, by the caller)."""
+    result = SyncResult()
+    wanted: set[tuple[Resource, str]] = set()
+    for obj in desired:
+        resource = resource_of(obj)
+        name = obj["metadata"]["name"]
+        if resource not in served:
+            result.skipped.append(f"{obj['kind']}/{name}")
+            continue
+        wanted.add((resource, name))
+        final = stamped(obj)
+        if not up_to_date(live.objects.get((resource, name)), final):
+            await kube.apply(resource, final)
+            result.applied.append(f"{obj['kind']}/{name}")
+    for (resource, name), obj in live.objects.items():
+        if (resource, name) in wanted:
+            continue
+        namespace = obj["metadata"].get("namespace")
+        if await kube.delete(resource, namespace, name, uid=obj["metadata"].get("uid")):
+            result.deleted.append(f"{resource.kind}/{name}")
+    return result
+
+
+async def delete_node_pools(kube: KubeClient, live: Live) -> bool:
+    """Delete this deployment's NodePools; True once none is left."""
+    pools = live.of(NODE_POOLS)
+    for pool in pools:
+        metadata = pool["metadata"]
+        await kube.delete(NODE_POOLS, None, metadata["name"], uid=metadata.get("uid"))
+    return not pools

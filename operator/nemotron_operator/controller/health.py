@@ -1,0 +1,95 @@
+"""``/healthz`` and ``/metrics`` from one small aiohttp server.
+
+kopf's own ``--liveness`` endpoint reports ``on.probe`` results and does not notice dead
+watchers, so the operator serves its own: unhealthy (503, with the reason) when kopf has
+stopped, when a watch stream's task is gone, or when no resync listing has succeeded for
+``stale_after`` seconds (the API server unreachable, or the loop stuck). A standby replica
+(not holding the Lease) still resyncs its reads, so it stays healthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+logger = logging.getLogger(__name__)
+WATCHER_TASK_PREFIX = "watcher for "  # kopf names its watch tasks so (_core/reactor/orchestration)
+
+
+@dataclass
+class HealthState:
+    stale_after: float
+    expected_watchers: int
+    started: float = field(default_factory=time.monotonic)
+    last_resync: float | None = None
+    kopf_running: Callable[[], bool] = lambda: True
+
+    def resynced(self) -> None:
+        self.last_resync = time.monotonic()
+
+    def problems(self) -> list[str]:
+        out = []
+        if not self.kopf_running():
+            out.append("kopf has stopped")
+        watchers = sum(
+            1
+            for t in asyncio.all_tasks()
+            if t.get_name().startswith(WATCHER_TASK_PREFIX) and not t.done()
+        )
+        # Watchers start after kopf's start-up; give them the staleness window to appear.
+        started_long_ago = time.monotonic() - self.started > min(self.stale_after, 30.0)
+        if watchers < self.expected_watchers and started_long_ago:
+            out.append(f"{watchers} of {self.expected_watchers} watch streams running")
+        last = self.last_resync if self.last_resync is not None else self.started
+        age = time.monotonic() - last
+        if age > self.stale_after:
+            out.append(f"no successful resync for {age:.0f} s (limit {self.stale_after:.0f} s)")
+        return out
+
+
+async def start_servers(
+    state: HealthState, *, host: str, health_port: int, metrics_port: int
+) -> tuple[web.AppRunner, int, int]:
+    """Serve both endpoints (on one port when both ports are equal). Returns the runner and
+    the bound ports (0 picks free ones)."""
+
+    async def healthz(_: web.Request) -> web.Response:
+        problems = state.problems()
+        if problems:
+            return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
+        return web.json_response({"status": "ok"})
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(
+            body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    ports = []
+    for port in (
+        dict.fromkeys((health_port, metrics_port)) if health_port else (health_port, metrics_port)
+    ):
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        ports.append(sockets[0].getsockname()[1] if sockets else port)
+    health, metrics_bound = ports[0], ports[-1]
+    logger.info(
+        "health endpoint http://%s:%d/healthz, metrics http://%s:%d/metrics",
+        host,
+        health,
+        host,
+        metrics_bound,
+    )
+    return runner, health, metrics_bound

@@ -1,0 +1,135 @@
+"""The single-replica guard: a ``coordination.k8s.io`` Lease held by the active operator.
+
+Why a Lease and not kopf peering: kopf peering (1.45) has no leader election — two operators at
+the same priority both *freeze*, and at different priorities the lower one pauses; either way
+it costs a keep-alive PATCH per minute on a cluster-scoped KopfPeering CRD that the chart would
+have to install. A Lease is the Kubernetes convention (client-go leader election), needs only
+get/create/update on one Lease in the operator's namespace, and lets a second replica started by
+mistake wait as a hot standby instead of fighting: it takes over when the holder stops renewing.
+
+Costs: one PUT per ``duration / 3`` seconds on the Lease (the only periodic write the operator
+makes). A process that stops cleanly releases the Lease, so its successor starts at once; one
+that is killed is succeeded after ``duration`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nemotron_operator.kube import ApiError, KubeClient
+from nemotron_operator.kube.resources import LEASES
+
+logger = logging.getLogger(__name__)
+
+
+def _micro(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    text = value.rstrip("Z")
+    for pattern in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return datetime.strptime(text, pattern).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+class LeaseGuard:
+    def __init__(
+        self, kube: KubeClient, *, namespace: str, name: str, identity: str, duration: float
+    ) -> None:
+        self._kube = kube
+        self._namespace = namespace
+        self._name = name
+        self.identity = identity
+        self.duration = max(1.0, duration)
+        self.leader = asyncio.Event()
+        self.holder: str | None = None
+
+    def _spec(self, now: datetime, previous: dict[str, Any] | None) -> dict[str, Any]:
+        spec = dict(previous or {})
+        taking_over = spec.get("holderIdentity") != self.identity
+        spec["holderIdentity"] = self.identity
+        spec["leaseDurationSeconds"] = max(1, round(self.duration))
+        spec["renewTime"] = _micro(now)
+        if taking_over:
+            spec["acquireTime"] = _micro(now)
+            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
+                1 if previous else 0
+            )
+        return spec
+
+    async def try_acquire(self) -> bool:
+        """One attempt to take or renew the Lease; True while this process holds it."""
+        now = datetime.now(UTC)
+        lease = await self._kube.get(LEASES, self._namespace, self._name)
+        if lease is None:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self._name, "namespace": self._namespace},
+                "spec": self._spec(now, None),
+            }
+            await self._kube.create(LEASES, self._namespace, body)
+            return True
+        spec = lease.get("spec") or {}
+        holder = spec.get("holderIdentity") or None
+        renewed = _parse(spec.get("renewTime"))
+        duration = float(spec.get("leaseDurationSeconds") or self.duration)
+        expired = renewed is None or renewed + timedelta(seconds=duration) < now
+        self.holder = holder
+        if holder not in (None, self.identity) and not expired:
+            return False
+        lease["spec"] = self._spec(now, spec)
+        await self._kube.replace(LEASES, self._namespace, lease)  # 409 if someone was faster
+        return True
+
+    async def run(self) -> None:
+        """Hold the Lease until cancelled; ``leader`` is set while held."""
+        interval = self.duration / 3
+        last_success = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                held = await self.try_acquire()
+                last_success = loop.time()
+            except ApiError as exc:
+                held = self.leader.is_set() and loop.time() - last_success < self.duration * 2 / 3
+                logger.warning("Lease %s/%s: %s", self._namespace, self._name, exc)
+            if held and not self.leader.is_set():
+                logger.info("holding Lease %s/%s as %s", self._namespace, self._name, self.identity)
+                self.leader.set()
+            elif not held and self.leader.is_set():
+                logger.warning("lost Lease %s/%s to %s", self._namespace, self._name, self.holder)
+                self.leader.clear()
+            elif not held:
+                logger.info(
+                    "standing by: Lease %s/%s is held by %s",
+                    self._namespace,
+                    self._name,
+                    self.holder,
+                )
+            await asyncio.sleep(interval)
+
+    async def release(self) -> None:
+        if not self.leader.is_set():
+            return
+        self.leader.clear()
+        try:
+            lease = await self._kube.get(LEASES, self._namespace, self._name)
+            if (
+                lease is not None
+                and (lease.get("spec") or {}).get("holderIdentity") == self.identity
+            ):
+                lease["spec"]["holderIdentity"] = None
+                lease["spec"]["renewTime"] = None
+                await self._kube.replace(LEASES, self._namespace, lease)
+        except ApiError as exc:
+            logger.warning("could not release Lease %s/%s: %s", self._namespace, self._name, exc)

@@ -1,0 +1,59 @@
+"""``WorkQueue``: which NemotronDeployments to reconcile next, and when.
+
+Keys are (namespace, name). Adding a key that is already waiting keeps the earlier time, so a
+burst of events (every pod of a rollout turning Ready) becomes one reconcile; a key is never
+handed to two workers at once, and a key added while it is being reconciled is reconciled again
+afterwards. Retries are delayed entries, so no handler ever sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+Key = tuple[str, str]
+
+
+class WorkQueue:
+    def __init__(self) -> None:
+        self._due: dict[Key, float] = {}
+        self._processing: set[Key] = set()
+        self._changed = asyncio.Event()
+        self.attempts: dict[Key, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._due)
+
+    def add(self, key: Key, delay: float = 0.0) -> None:
+        when = time.monotonic() + max(0.0, delay)
+        current = self._due.get(key)
+        if current is None or when < current:
+            self._due[key] = when
+            self._changed.set()
+
+    def forget(self, key: Key) -> None:
+        """Drop pending retries' attempt count (after a success)."""
+        self.attempts.pop(key, None)
+
+    async def get(self) -> Key:
+        while True:
+            now = time.monotonic()
+            ready = [(t, k) for k, t in self._due.items() if k not in self._processing]
+            if ready:
+                when, key = min(ready)
+                if when <= now:
+                    del self._due[key]
+                    self._processing.add(key)
+                    return key
+                timeout: float | None = when - now
+            else:
+                timeout = None
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def done(self, key: Key) -> None:
+        self._processing.discard(key)
+        if key in self._due:
+            self._changed.set()

@@ -1,0 +1,315 @@
+"""The one reconcile: read the NemotronDeployment → GPU inventory → plan → render → apply what
+differs → observe → status (written only when it changed) → Events for condition changes.
+
+Level-based: it reads everything it needs each time and never looks at what changed since the
+last run, so it is safe to run any number of times, for any reason (a create, an edit, a child's
+event, the resync timer, a restart). API errors propagate as ``ApiError`` for the worker to
+re-queue with a delay; an invalid or infeasible spec is not an error but a status.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from nemotron_operator.api import DEFAULT_IMAGE, NemotronDeployment, NemotronDeploymentStatus
+from nemotron_operator.api.errors import SpecError, parse_deployment
+from nemotron_operator.api.status import NodePoolStatus
+from nemotron_operator.controller import children
+from nemotron_operator.controller.events import post_events
+from nemotron_operator.controller.inventory import InventoryReader
+from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube.resources import (
+    CHILD_RESOURCES,
+    NEMOTRON_DEPLOYMENTS,
+    NODE_POOLS,
+    OPTIONAL_RESOURCES,
+    PODS,
+    STATEFULSETS,
+    Resource,
+    resource_of,
+)
+from nemotron_operator.render import RenderError, RenderOptions, render_all
+from nemotron_operator.render import names as n
+from nemotron_operator.render.engine import SERVE_PORT
+from nemotron_operator.render.inputs import Owner
+from nemotron_operator.sizing import PlanningError, PlanResult, plan_deployment
+from nemotron_operator.status import (
+    Problem,
+    StatusInputs,
+    check_capacity,
+    compute_status,
+    flipped,
+    observe,
+)
+
+FINALIZER = f"{n.DOMAIN}/node-pool-cleanup"
+INVALID_SPEC = "InvalidSpec"
+DISCOVERY_TTL = 30.0
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What one reconcile did (for logs, metrics and tests)."""
+
+    result: str  # "ok", "infeasible", "gone", "finalizing", "finalized"
+    applied: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    status_written: bool = False
+    status: NemotronDeploymentStatus | None = None
+    plan_result: PlanResult | None = None
+    retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(raw: dict[str, Any]) -> NemotronDeployment:
+    metadata = raw.get("metadata") or {}
+    keep = {
+        k: metadata[k]
+        for k in ("name", "namespace", "labels", "generation", "uid")
+        if k in metadata
+    }
+    return parse_deployment(
+        {
+            "apiVersion": raw.get("apiVersion"),
+            "kind": raw.get("kind"),
+            "metadata": keep,
+            "spec": raw.get("spec"),
+        }
+    )
+
+
+def _previous_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
+    try:
+        return NemotronDeploymentStatus.model_validate(raw.get("status") or {})
+    except ValidationError:
+        return None
+
+
+class Reconciler:
+    def __init__(self, kube: KubeClient, config: OperatorConfig) -> None:
+        self.kube = kube
+        self.config = config
+        self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
+        self._served: frozenset[Resource] | None = None
+        self._served_at = -1e9
+
+    async def served(self) -> frozenset[Resource]:
+        """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
+        if self._served is None or time.monotonic() - self._served_at > DISCOVERY_TTL:
+            found = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
+            for resource in OPTIONAL_RESOURCES:
+                if await self.kube.served(resource):
+                    found.add(resource)
+            self._served, self._served_at = frozenset(found), time.monotonic()
+        return self._served
+
+    async def reconcile(self, namespace: str, name: str) -> Outcome:
+        raw = await self.kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
+        if raw is None:
+            return Outcome("gone")
+        if (raw.get("metadata") or {}).get("deletionTimestamp"):
+            return await self._finalize(raw)
+        return await self._converge(raw)
+
+    def _plan(
+        self, deployment: NemotronDeployment, inventory: Any
+    ) -> tuple[PlanResult | None, list[dict[str, Any]], Problem | None]:
+        try:
+            result = plan_deployment(deployment.spec, inventory=inventory)
+        except PlanningError as exc:
+            where = f"{exc.field}: " if exc.field else ""
+            return None, [], Problem(exc.reason, where + exc.message)
+        metadata = deployment.metadata
+        options = RenderOptions(
+            owner=Owner(name=metadata.name, uid=metadata.uid or ""),
+            allow_remote_code=self.config.allow_remote_code,
+        )
+        try:
+            objects = render_all(deployment, result, options)
+        except RenderError as exc:
+            return None, [], Problem(INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
+        return result, objects, None
+
+    async def _converge(self, raw: dict[str, Any]) -> Outcome:
+        metadata = raw["metadata"]
+        namespace, name = metadata["namespace"], metadata["name"]
+        names = n.Names(name, namespace)
+        problem: Problem | None = None
+        result: PlanResult | None = None
+        desired: list[dict[str, Any]] = []
+        deployment: NemotronDeployment | None = None
+        try:
+            deployment = _parse(raw)
+        except SpecError as exc:
+            problem = Problem(INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
+        inventory = await self.inventory.read(namespace, names.instance)
+        if deployment is not None:
+            if deployment.spec.engine.image == DEFAULT_IMAGE != self.config.default_image:
+                engine = deployment.spec.engine.model_copy(
+                    update={"image": self.config.default_image}
+                )
+                spec = deployment.spec.model_copy(update={"engine": engine})
+                deployment = deployment.model_copy(update={"spec": spec})
+            result, desired, problem = self._plan(deployment, inventory)
+        served = await self.served()
+        live = await children.read_live(
+            self.kube, namespace, names, uid=metadata["uid"], served=served
+        )
+        outcome = Outcome("ok" if problem is None else "infeasible", plan_result=result)
+        karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
+        if result is not None:
+            wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
+            if wants_pool:
+                await self._ensure_finalizer(raw)
+            synced = await children.sync(self.kube, desired, live, served=served)
+            outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            if not wants_pool and not live.of(NODE_POOLS):
+                await self._drop_finalizer(raw)
+        pods = await self.kube.list(
+            PODS,
+            namespace,
+            label_selector=f"{n.INSTANCE}={names.instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}",
+        )
+        observation = None
+        capacity = None
+        node_pool = None
+        if result is not None and deployment is not None:
+            plan = result.plan
+            observation = observe(
+                desired_replicas=plan.replicas,
+                nodes_per_replica=plan.nodes_per_replica,
+                expected_statefulsets=[
+                    o["metadata"]["name"] for o in desired if resource_of(o) == STATEFULSETS
+                ],
+                statefulsets=live.of(STATEFULSETS),
+                pods=pods,
+            )
+            capacity = check_capacity(inventory, plan, karpenter=karpenter)
+            node_pool = NodePoolStatus.model_validate(
+                {
+                    "gpuProduct": plan.gpu_product,
+                    "gpusPerNode": plan.gpus_per_node,
+                    "nodes": plan.nodes,
+                    "provisioner": deployment.spec.node_pool.provisioner,
+                    "objectName": names.node_pool if karpenter else None,
+                }
+            )
+        replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
+        inputs = StatusInputs(
+            generation=metadata.get("generation"),
+            replicas=result.plan.replicas if result is not None else replicas,
+            selector=n.leader_selector_string(names),
+            endpoint=names.endpoint(SERVE_PORT),
+            plan=result.plan if result is not None else None,
+            problem=problem,
+            capacity=capacity,
+            karpenter=karpenter,
+            node_pool=node_pool,
+            observation=observation,
+        )
+        await self._write_status(raw, inputs, outcome)
+        return outcome
+
+    async def _write_status(
+        self, raw: dict[str, Any], inputs: StatusInputs, outcome: Outcome
+    ) -> None:
+        previous = _previous_status(raw)
+        moment = _now()
+        status = compute_status(inputs, previous, now=_timestamp(moment))
+        outcome.status = status
+        new_wire = status.to_wire()
+        old_wire = previous.to_wire() if previous is not None else None
+        if new_wire == old_wire:
+            return
+        body: dict[str, Any] = dict(new_wire)
+        for key in raw.get("status") or {}:
+            body.setdefault(key, None)  # merge patch: a key we no longer set is removed
+        metadata = raw["metadata"]
+        patch = {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "status": body}
+        await self.kube.patch(
+            NEMOTRON_DEPLOYMENTS,
+            metadata["namespace"],
+            metadata["name"],
+            patch,
+            subresource="status",
+        )
+        outcome.status_written = True
+        before = list(previous.conditions) if previous is not None else []
+        await post_events(self.kube, raw, before, flipped(before, status.conditions), moment)
+
+    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
+        metadata = raw["metadata"]
+        current = list(metadata.get("finalizers") or [])
+        if FINALIZER in current:
+            return
+        ops: list[dict[str, Any]] = [
+            {
+                "op": "test",
+                "path": "/metadata/resourceVersion",
+                "value": metadata["resourceVersion"],
+            },
+            {"op": "add", "path": "/metadata/finalizers", "value": [*current, FINALIZER]},
+        ]
+        updated = await self.kube.patch(
+            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
+        )
+        raw["metadata"] = updated.get("metadata", metadata)
+
+    async def _drop_finalizer(self, raw: dict[str, Any]) -> bool:
+        metadata = raw["metadata"]
+        current = list(metadata.get("finalizers") or [])
+        if FINALIZER not in current:
+            return False
+        ops = [
+            {
+                "op": "test",
+                "path": "/metadata/resourceVersion",
+                "value": metadata["resourceVersion"],
+            },
+            {
+                "op": "replace",
+                "path": "/metadata/finalizers",
+                "value": [f for f in current if f != FINALIZER],
+            },
+        ]
+        updated = await self.kube.patch(
+            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
+        )
+        raw["metadata"] = updated.get("metadata", metadata)
+        return True
+
+    async def _finalize(self, raw: dict[str, Any]) -> Outcome:
+        """Deletion: the namespaced children go by garbage collection (owner references); the
+        cluster-scoped NodePool has no owner, so it is deleted here before the finalizer goes."""
+        metadata = raw["metadata"]
+        if FINALIZER not in (metadata.get("finalizers") or []):
+            return Outcome("gone")
+        names = n.Names(metadata["name"], metadata["namespace"])
+        served = await self.served()
+        pools = frozenset({NODE_POOLS}) & served
+        live = await children.read_live(
+            self.kube, metadata["namespace"], names, uid=metadata["uid"], served=pools
+        )
+        if not await children.delete_node_pools(self.kube, live):
+            return Outcome(
+                "finalizing",
+                deleted=[f"NodePool/{p['metadata']['name']}" for p in live.of(NODE_POOLS)],
+                retry_after=1.0,
+            )
+        await self._drop_finalizer(raw)
+        return Outcome("finalized")

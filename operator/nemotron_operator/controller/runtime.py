@@ -1,0 +1,212 @@
+"""``run_operator``: kopf's watches, the work queue and its workers, the resync timer, the Lease,
+and the health/metrics server, in one event loop.
+
+Each NemotronDeployment is reconciled (``Reconciler.reconcile``) when it or one of its children
+changes, every ``resync_seconds`` (the timer: drift repair and level checks), and after a
+failure with a delay: ``Retry-After`` on 429, an exponential back-off on 5xx and network errors,
+a short one on 409. Nothing sleeps inside a handler; a key is never reconciled twice at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+import kopf
+
+from nemotron_operator.controller.handlers import WATCHED, build_registry
+from nemotron_operator.controller.health import HealthState, start_servers
+from nemotron_operator.controller.lease import LeaseGuard
+from nemotron_operator.controller.queue import Key, WorkQueue
+from nemotron_operator.controller.reconcile import Outcome, Reconciler
+from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
+from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
+
+logger = logging.getLogger("nemotron_operator")
+
+# Called after every reconcile with (key, outcome or None on error, seconds): the metrics hook.
+ReconcileObserver = Callable[[Key, Outcome | None, float], None]
+observers: list[ReconcileObserver] = []
+
+
+class Controller:
+    def __init__(self, config: OperatorConfig, kube: KubeClient) -> None:
+        self.config = config
+        self.kube = kube
+        self.queue = WorkQueue()
+        self.reconciler = Reconciler(kube, config)
+        namespaces = len(config.namespaces) or 1
+        self.health = HealthState(
+            stale_after=config.liveness_stale_after, expected_watchers=len(WATCHED) * namespaces
+        )
+        self.lease: LeaseGuard | None = None
+        if not config.standalone:
+            self.lease = LeaseGuard(
+                kube,
+                namespace=config.lease_namespace,
+                name=config.lease_name,
+                identity=config.identity,
+                duration=config.lease_seconds,
+            )
+
+    @property
+    def leading(self) -> bool:
+        return self.lease is None or self.lease.leader.is_set()
+
+    async def _wait_leading(self) -> None:
+        if self.lease is not None:
+            await self.lease.leader.wait()
+
+    async def resync(self) -> None:
+        """The timer: list every NemotronDeployment and queue it (a read; writes happen only
+        where the reconcile finds a difference)."""
+        while True:
+            try:
+                found: list[Key] = []
+                for namespace in self.config.namespaces or (None,):
+                    for item in await self.kube.list(NEMOTRON_DEPLOYMENTS, namespace):
+                        metadata = item["metadata"]
+                        found.append((metadata["namespace"], metadata["name"]))
+                self.health.resynced()
+                if self.leading:
+                    for key in found:
+                        self.queue.add(key)
+            except ApiError as exc:
+                logger.warning("resync: cannot list NemotronDeployments: %s", exc)
+            await asyncio.sleep(self.config.resync_seconds)
+
+    async def worker(self) -> None:
+        while True:
+            await self._wait_leading()
+            key = await self.queue.get()
+            started = time.monotonic()
+            outcome: Outcome | None = None
+            try:
+                if not self.leading:
+                    self.queue.add(key, 1.0)
+                    continue
+                outcome = await self.reconciler.reconcile(*key)
+                self.queue.forget(key)
+                self._log(key, outcome)
+                if outcome.retry_after is not None:
+                    self.queue.add(key, outcome.retry_after)
+            except ApiError as exc:
+                self._retry(key, exc)
+            except Exception:
+                logger.exception("reconcile of %s/%s failed unexpectedly", *key)
+                attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
+                self.queue.add(key, min(self.config.retry_max_seconds, 2.0**attempt))
+            finally:
+                self.queue.done(key)
+                elapsed = time.monotonic() - started
+                for observer in observers:
+                    observer(key, outcome, elapsed)
+
+    def _retry(self, key: Key, exc: ApiError) -> None:
+        if exc.action is Action.GONE:
+            logger.info("%s/%s: %s (gone; nothing to do until it changes)", *key, exc)
+            return
+        attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
+        if exc.action is Action.REPORT:
+            delay = self.config.retry_max_seconds
+        else:
+            delay = retry_delay(
+                exc,
+                attempt,
+                base=self.config.retry_base_seconds,
+                cap=self.config.retry_max_seconds,
+            )
+        if exc.action is Action.RETRY_LATER and exc.status == 429 and exc.retry_after:
+            delay = max(delay, exc.retry_after)
+        self.inventory_invalidate()
+        logger.warning("%s/%s: %s; retrying in %.1f s (attempt %d)", *key, exc, delay, attempt)
+        self.queue.add(key, delay)
+
+    def inventory_invalidate(self) -> None:
+        self.reconciler.inventory.invalidate()
+
+    @staticmethod
+    def _log(key: Key, outcome: Outcome) -> None:
+        changed = outcome.applied or outcome.deleted or outcome.status_written
+        level = (
+            logging.INFO if changed or outcome.result not in ("ok", "infeasible") else logging.DEBUG
+        )
+        phase = outcome.status.phase if outcome.status is not None else None
+        logger.log(
+            level,
+            "reconciled %s/%s: %s; applied %s; deleted %s; status %s (phase %s)",
+            *key,
+            outcome.result,
+            outcome.applied or "nothing",
+            outcome.deleted or "nothing",
+            "written" if outcome.status_written else "unchanged",
+            phase,
+        )
+
+
+def configure_logging(config: OperatorConfig) -> None:
+    log_format = kopf.LogFormat.JSON if config.log_format == "json" else kopf.LogFormat.FULL
+    kopf.configure(debug=config.log_level == "DEBUG", log_format=log_format)
+    logging.getLogger().setLevel(config.log_level)
+    # aiohttp's access log would print every probe; kopf logs each on.event call at INFO
+    # ("Handler ... succeeded"), one line per watch event: keep those for DEBUG.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    if config.log_level != "DEBUG":
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+
+
+async def run_operator(config: OperatorConfig) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or until kopf stops on its own (exit 1)."""
+    connection = load_connection(config.kubeconfig)
+    async with KubeClient(connection) as kube:
+        controller = Controller(config, kube)
+        registry = build_registry(config, connection, controller.queue)
+        runner, _, _ = await start_servers(
+            controller.health,
+            host=config.bind_address,
+            health_port=config.health_port,
+            metrics_port=config.metrics_port,
+        )
+        kopf_task = asyncio.create_task(
+            kopf.operator(
+                registry=registry,
+                standalone=True,
+                clusterwide=not config.namespaces,
+                namespaces=list(config.namespaces),
+            ),
+            name="kopf",
+        )
+        controller.health.kopf_running = lambda: not kopf_task.done()
+        tasks = [asyncio.create_task(controller.resync(), name="resync")]
+        tasks += [
+            asyncio.create_task(controller.worker(), name=f"worker-{i}")
+            for i in range(config.workers)
+        ]
+        if controller.lease is not None:
+            tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
+        logger.info(
+            "nemotron-operator running: namespaces %s, resync every %.0f s, %s",
+            ",".join(config.namespaces) or "all",
+            config.resync_seconds,
+            "standalone" if controller.lease is None else f"Lease {config.lease_name}",
+        )
+        code = 0
+        try:
+            await kopf_task
+        except Exception:
+            logger.exception("kopf stopped")
+            code = 1
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if controller.lease is not None:
+                await controller.lease.release()
+            await runner.cleanup()
+        return code

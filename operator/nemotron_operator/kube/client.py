@@ -1,0 +1,177 @@
+"""``KubeClient``: the only place the operator talks to the API server (besides kopf's watches).
+
+Reads (get, list, discovery), server-side apply with ``fieldManager: nemotron-operator`` and
+``force``, delete with a uid precondition, merge and JSON patches, creates (Events, Leases).
+Every failure is an :class:`ApiError`; a 404 on a read is ``None``. Nothing retries here: the
+controller re-queues the object with a delay, so no handler ever sleeps. Bodies are never
+logged (a pod template names Secrets; Events and logs must not carry more than that).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aiohttp
+
+from nemotron_operator.kube.config import Connection
+from nemotron_operator.kube.errors import ApiError, parse_retry_after
+from nemotron_operator.kube.resources import Resource
+
+FIELD_MANAGER = "nemotron-operator"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class KubeClient:
+    def __init__(self, connection: Connection, *, request_timeout: float = 30.0) -> None:
+        self._connection = connection
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=10.0)
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = 0  # for metrics and tests
+        self.writes = 0
+
+    async def __aenter__(self) -> KubeClient:
+        connector = aiohttp.TCPConnector(ssl=self._connection.ssl_context(), limit=16)
+        self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        if self._session is None:
+            raise RuntimeError("KubeClient is not open (use async with)")
+        headers = {"Accept": "application/json"}
+        authorization = self._connection.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body)
+        self.requests += 1
+        if method != "GET":
+            self.writes += 1
+        try:
+            async with self._session.request(
+                method, self._connection.server + url, params=params, data=data, headers=headers
+            ) as response:
+                text = await response.text()
+                if response.status >= 400:
+                    raise _error(method, url, response.status, text, response.headers)
+                return json.loads(text) if text else {}
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApiError(0, "Unreachable", repr(exc), method, url) from exc
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> Any:
+        """The object, or None when it does not exist."""
+        try:
+            return await self._request("GET", resource.object_url(namespace, name))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        params = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        result = await self._request("GET", resource.collection_url(namespace), params=params)
+        items: list[dict[str, Any]] = result.get("items") or []
+        for item in items:  # lists leave kind and apiVersion out of their items
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+        return items
+
+    async def served(self, resource: Resource) -> bool:
+        """Whether the server serves ``resource`` (its CRD is installed), from discovery."""
+        base = f"/apis/{resource.group}/{resource.version}" if resource.group else "/api/v1"
+        try:
+            result = await self._request("GET", base)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return any(r.get("name") == resource.plural for r in result.get("resources") or [])
+
+    async def apply(self, resource: Resource, obj: dict[str, Any]) -> Any:
+        """Server-side apply of ``obj`` as the operator's field manager, taking ownership."""
+        metadata = obj["metadata"]
+        url = resource.object_url(metadata.get("namespace"), metadata["name"])
+        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        return await self._request("PATCH", url, params=params, body=obj, content_type=APPLY)
+
+    async def delete(
+        self, resource: Resource, namespace: str | None, name: str, *, uid: str | None = None
+    ) -> bool:
+        """Delete (background propagation); False when it was already gone."""
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
+        try:
+            await self._request("DELETE", resource.object_url(namespace, name), body=body)
+        except ApiError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    async def patch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        json_patch: bool = False,
+    ) -> Any:
+        url = resource.object_url(namespace, name, subresource)
+        content_type = JSON_PATCH if json_patch else MERGE
+        return await self._request("PATCH", url, body=body, content_type=content_type)
+
+    async def create(self, resource: Resource, namespace: str | None, obj: dict[str, Any]) -> Any:
+        return await self._request("POST", resource.collection_url(namespace), body=obj)
+
+    async def replace(self, resource: Resource, namespace: str | None, obj: dict[str, Any]) -> Any:
+        url = resource.object_url(namespace, obj["metadata"]["name"])
+        return await self._request("PUT", url, body=obj)
+
+
+def _error(method: str, url: str, status: int, text: str, headers: Any) -> ApiError:
+    reason, message = "", text[:500]
+    try:
+        body = json.loads(text)
+        reason = str(body.get("reason") or "")
+        message = str(body.get("message") or message)
+    except (ValueError, AttributeError):
+        pass
+    return ApiError(
+        status,
+        reason or f"HTTP{status}",
+        message,
+        method,
+        url,
+        retry_after=parse_retry_after(headers.get("Retry-After")),
+    )

@@ -1,0 +1,67 @@
+"""The API resources the operator reads or writes, and their URLs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One API resource: ``group`` is "" for the core group."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection_url(self, namespace: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace is not None:
+            return f"{base}/namespaces/{namespace}/{self.plural}"
+        return f"{base}/{self.plural}"
+
+    def object_url(self, namespace: str | None, name: str, subresource: str = "") -> str:
+        url = f"{self.collection_url(namespace if self.namespaced else None)}/{name}"
+        return f"{url}/{subresource}" if subresource else url
+
+
+NEMOTRON_DEPLOYMENTS = Resource(
+    "serving.nemotron.io", "v1alpha1", "nemotrondeployments", "NemotronDeployment"
+)
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod")
+SERVICES = Resource("", "v1", "services", "Service")
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
+EVENTS = Resource("", "v1", "events", "Event")
+STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")
+NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+
+# Every kind render_all can produce, in its apply order; the optional ones (served only when their
+# CRD is installed) are looked up in discovery before use.
+CHILD_RESOURCES: tuple[Resource, ...] = (
+    NODE_POOLS,
+    PERSISTENT_VOLUME_CLAIMS,
+    SERVICES,
+    STATEFULSETS,
+    POD_DISRUPTION_BUDGETS,
+    POD_MONITORS,
+)
+OPTIONAL_RESOURCES: frozenset[Resource] = frozenset({NODE_POOLS, POD_MONITORS})
+
+
+def resource_of(obj: dict[str, Any]) -> Resource:
+    """The resource of a rendered object (by apiVersion and kind)."""
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    for resource in (*CHILD_RESOURCES, NEMOTRON_DEPLOYMENTS, PODS, EVENTS, LEASES, NODES):
+        if resource.api_version == api_version and resource.kind == kind:
+            return resource
+    raise ValueError(f"no known resource for {api_version} {kind}")

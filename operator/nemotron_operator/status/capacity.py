@@ -1,0 +1,61 @@
+"""Whether the cluster has room for a plan right now, and if not, exactly what is missing. Pure.
+
+The inventory's free GPUs must already exclude what this deployment's own pods use (the
+controller leaves them out), so that a running deployment does not count against itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nemotron_operator.api import Plan
+from nemotron_operator.sizing.inventory import GpuInventory
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """``available`` with a message saying what fits, or what is missing and what to change."""
+
+    available: bool
+    message: str
+    pods_needed: int
+    slots_free: int
+
+
+def _nodes(count: int) -> str:
+    return "1 node" if count == 1 else f"{count} nodes"
+
+
+def check_capacity(inventory: GpuInventory, plan: Plan, *, karpenter: bool = False) -> Capacity:
+    """One serving pod per node of a replica, each needing ``gpus_per_replica /
+    nodes_per_replica`` GPUs of ``plan.gpu_product`` on one ready, schedulable node."""
+    product = plan.gpu_product
+    per_pod = plan.gpus_per_replica // max(1, plan.nodes_per_replica)
+    pods_needed = plan.replicas * plan.nodes_per_replica
+    usable = [n for n in inventory.nodes_of(product) if n.ready and n.schedulable]
+    slots = sum(n.free_gpus // per_pod for n in usable) if per_pod else 0
+    if pods_needed == 0 or slots >= pods_needed:
+        return Capacity(
+            True,
+            f"{slots} free slot(s) of {per_pod} {product} GPU(s) for {pods_needed} serving pod(s)",
+            pods_needed,
+            slots,
+        )
+    largest = max((n.free_gpus for n in usable), default=0)
+    if not inventory.nodes_of(product):
+        need = f"needs {_nodes(pods_needed)} with {per_pod} free {product}; the cluster has none"
+    elif pods_needed == 1:
+        need = f"needs 1 node with {per_pod} free {product}; the largest free slot is {largest}"
+    else:
+        need = (
+            f"needs room for {pods_needed} pods with {per_pod} free {product} each; the cluster "
+            f"has room for {slots} (the largest free slot is {largest})"
+        )
+    if karpenter:
+        advice = "the Karpenter NodePool should add the nodes"
+    else:
+        advice = (
+            f"free {product} GPUs, add {product} nodes, lower spec.replicas, or set "
+            "spec.nodePool.provisioner: Karpenter"
+        )
+    return Capacity(False, f"{need}: {advice}", pods_needed, slots)

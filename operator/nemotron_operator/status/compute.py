@@ -1,0 +1,154 @@
+"""``compute_status``: (spec facts, plan or problem, capacity, observed children, previous status,
+now) → the new status. Pure: the controller patches the result only when it differs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
+from nemotron_operator.status import observe as o
+from nemotron_operator.status.capacity import Capacity
+from nemotron_operator.status.conditions import ordered, transition
+
+PLANNED = "Planned"
+GPUS_AVAILABLE = "GPUsAvailable"
+INSUFFICIENT_GPUS = "InsufficientGPUs"
+WAITING_FOR_NODES = "WaitingForNodes"
+NOT_PLANNED = "NotPlanned"
+ROLLOUT_COMPLETE = "RolloutComplete"
+ALL_REPLICAS_READY = "AllReplicasReady"
+AS_EXPECTED = "AsExpected"
+REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why the spec cannot be deployed as it is: a CamelCase reason and what to change."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class StatusInputs:
+    generation: int | None
+    replicas: int
+    selector: str
+    endpoint: str
+    plan: Plan | None = None
+    problem: Problem | None = None
+    capacity: Capacity | None = None
+    karpenter: bool = False
+    node_pool: NodePoolStatus | None = None
+    observation: o.Observation | None = None
+
+
+def _plan_summary(plan: Plan) -> str:
+    return (
+        f"{plan.gpus_per_replica}x {plan.gpu_product} per replica (TP {plan.tensor_parallel}, "
+        f"PP {plan.pipeline_parallel}, {plan.nodes_per_replica} node(s)); max concurrency "
+        f"{plan.max_concurrency:.2f} at {plan.max_model_len} tokens"
+    )
+
+
+ConditionFactory = Callable[[str, str, str, str], Condition]
+
+
+def _unplanned(inputs: StatusInputs, cond: ConditionFactory) -> tuple[list[Condition], str]:
+    problem = inputs.problem or Problem(NOT_PLANNED, "the operator has not planned this yet")
+    conditions = [
+        cond("Feasible", "False", problem.reason, problem.message),
+        cond("CapacityAvailable", "Unknown", NOT_PLANNED, "no plan to check capacity for"),
+        cond(
+            "Progressing",
+            "False",
+            problem.reason,
+            "nothing is changed until the spec can be planned; pods of an earlier spec, if any, "
+            "keep running",
+        ),
+        cond("Ready", "False", problem.reason, problem.message),
+        cond("Degraded", "False", problem.reason, "not deployed"),
+    ]
+    return conditions, "Infeasible" if inputs.problem is not None else "Pending"
+
+
+def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condition:
+    capacity = inputs.capacity
+    if capacity is None:
+        return cond("CapacityAvailable", "Unknown", NOT_PLANNED, "GPU inventory not read")
+    if capacity.available or ready >= inputs.replicas:
+        return cond("CapacityAvailable", "True", GPUS_AVAILABLE, capacity.message)
+    reason = WAITING_FOR_NODES if inputs.karpenter else INSUFFICIENT_GPUS
+    return cond("CapacityAvailable", "False", reason, capacity.message)
+
+
+def _planned(
+    inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
+) -> tuple[list[Condition], str]:
+    blocker = inputs.observation.blocker if inputs.observation is not None else None
+    all_ready = ready >= inputs.replicas
+    serving = f"{ready}/{inputs.replicas} replica(s) ready"
+    capacity = _capacity(inputs, ready, cond)
+    if blocker is None:
+        progressing = cond("Progressing", "False", ROLLOUT_COMPLETE, "up to date")
+    else:
+        moving = "False" if blocker.reason in o.STUCK else "True"
+        progressing = cond("Progressing", moving, blocker.reason, blocker.message)
+    if all_ready:
+        ready_condition = cond("Ready", "True", ALL_REPLICAS_READY, serving)
+    else:
+        why = blocker or o.Blocker(o.WAITING_FOR_PODS, serving)
+        ready_condition = cond("Ready", "False", why.reason, f"{serving}: {why.message}")
+    rolling = blocker is not None and blocker.reason == o.ROLLOUT_IN_PROGRESS
+    if blocker is not None and blocker.reason in o.STUCK:
+        degraded = cond("Degraded", "True", blocker.reason, blocker.message)
+    elif 0 < ready < inputs.replicas and not rolling:
+        degraded = cond("Degraded", "True", REPLICAS_UNAVAILABLE, serving)
+    else:
+        degraded = cond("Degraded", "False", AS_EXPECTED, serving)
+    if degraded.status == "True":
+        phase = "Degraded"
+    elif all_ready:
+        phase = "Ready"
+    elif capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
+        phase = "WaitingForCapacity"
+    else:
+        phase = "Deploying"
+    feasible = cond("Feasible", "True", PLANNED, _plan_summary(plan))
+    return [feasible, capacity, progressing, ready_condition, degraded], phase
+
+
+def compute_status(
+    inputs: StatusInputs, previous: NemotronDeploymentStatus | None, *, now: str
+) -> NemotronDeploymentStatus:
+    """The whole status. Conditions of types this function does not compute (added by other
+    parts of the operator) are kept as they were; so is ``throughput`` (the metrics scraper's)."""
+    before = list(previous.conditions) if previous is not None else []
+    generation = inputs.generation
+
+    def cond(type_: str, status: str, reason: str, message: str) -> Condition:
+        return transition(before, type_, status, reason, message, generation=generation, now=now)
+
+    ready = inputs.observation.ready_replicas if inputs.observation is not None else 0
+    if inputs.problem is not None or inputs.plan is None:
+        conditions, phase = _unplanned(inputs, cond)
+    else:
+        conditions, phase = _planned(inputs, inputs.plan, ready, cond)
+    computed = {c.type for c in conditions}
+    keep_others = [c for c in before if c.type not in computed]
+    return NemotronDeploymentStatus.model_validate(
+        {
+            "observedGeneration": generation,
+            "phase": phase,
+            "conditions": ordered([*conditions, *keep_others]),
+            "plan": inputs.plan,
+            "nodePool": inputs.node_pool,
+            "replicas": inputs.replicas,
+            "readyReplicas": ready,
+            "ready": f"{ready}/{inputs.replicas}",
+            "selector": inputs.selector,
+            "endpoint": inputs.endpoint if inputs.plan is not None else None,
+            "throughput": previous.throughput if previous is not None else None,
+        }
+    )

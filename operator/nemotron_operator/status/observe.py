@@ -1,0 +1,185 @@
+"""What the serving pods and StatefulSets say, reduced to replicas and one blocking reason. Pure.
+
+The reasons, most specific first: a missing Secret, an image that cannot be pulled, a crash loop,
+another pod configuration error, a pod the scheduler cannot place, a model still loading, a
+rollout still running, pods not created yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nemotron_operator.render import names as n
+
+SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a password)
+IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+CRASH_LOOP = "CrashLoop"
+INVALID_POD_CONFIG = "InvalidPodConfig"
+UNSCHEDULABLE = "Unschedulable"
+LOADING_MODEL = "LoadingModel"
+ROLLOUT_IN_PROGRESS = "RolloutInProgress"
+WAITING_FOR_PODS = "WaitingForPods"
+
+# Blockers that need a human: waiting does not help.
+STUCK = frozenset({SECRET_NOT_FOUND, IMAGE_PULL_BACK_OFF, CRASH_LOOP, INVALID_POD_CONFIG})
+_ORDER = (
+    SECRET_NOT_FOUND,
+    IMAGE_PULL_BACK_OFF,
+    CRASH_LOOP,
+    INVALID_POD_CONFIG,
+    UNSCHEDULABLE,
+    LOADING_MODEL,
+    ROLLOUT_IN_PROGRESS,
+    WAITING_FOR_PODS,
+)
+
+
+@dataclass(frozen=True)
+class Blocker:
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Observation:
+    ready_replicas: int
+    blocker: Blocker | None  # None when every desired replica is ready and up to date
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", "?"))
+
+
+def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+    status = pod.get("status") or {}
+    statuses = [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]
+    for container in statuses:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = str(waiting.get("reason") or "")
+        message = str(waiting.get("message") or "")
+        where = f"pod {_name(pod)} container {container.get('name', '?')}"
+        if reason == "CreateContainerConfigError":
+            lowered = message.lower()
+            if "secret" in lowered and ("not found" in lowered or "couldn't find key" in lowered):
+                return Blocker(
+                    SECRET_NOT_FOUND,
+                    f"{where}: {message}; create the Secret (and key) named in "
+                    "spec.model.source.huggingFace.tokenSecretRef in this namespace",
+                )
+            return Blocker(INVALID_POD_CONFIG, f"{where}: {message or reason}")
+        if reason in ("ImagePullBackOff", "ErrImagePull", "InvalidImageName"):
+            return Blocker(
+                IMAGE_PULL_BACK_OFF, f"{where}: {message or reason}; check spec.engine.image"
+            )
+        if reason == "CrashLoopBackOff":
+            last = (container.get("lastState") or {}).get("terminated") or {}
+            detail = str(last.get("message") or message or "").strip()
+            tail = detail.splitlines()[-1] if detail else "see kubectl logs"
+            return Blocker(
+                CRASH_LOOP,
+                f"{where} keeps crashing (restarts: {container.get('restartCount', 0)}): {tail}",
+            )
+    return None
+
+
+def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+    if _pod_ready(pod):
+        return None
+    found = _container_blocker(pod)
+    if found is not None:
+        return found
+    status = pod.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            return Blocker(
+                UNSCHEDULABLE,
+                f"pod {_name(pod)} cannot be scheduled: {condition.get('message', '')}",
+            )
+    if status.get("phase") == "Running" or any(
+        "running" in (c.get("state") or {}) for c in status.get("initContainerStatuses") or []
+    ):
+        return Blocker(LOADING_MODEL, f"pod {_name(pod)} is downloading or loading the model")
+    return Blocker(WAITING_FOR_PODS, f"pod {_name(pod)} is {status.get('phase') or 'Pending'}")
+
+
+def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | None:
+    for sts in statefulsets:
+        metadata, spec, status = (
+            sts.get("metadata") or {},
+            sts.get("spec") or {},
+            sts.get("status") or {},
+        )
+        replicas = int(spec.get("replicas", 1))
+        stale = int(status.get("observedGeneration") or 0) < int(metadata.get("generation") or 0)
+        updating = status.get("updateRevision") not in (None, status.get("currentRevision"))
+        behind = int(status.get("updatedReplicas") or 0) < replicas
+        if stale or updating or behind:
+            return Blocker(
+                ROLLOUT_IN_PROGRESS,
+                f"StatefulSet {_name(sts)}: {status.get('updatedReplicas') or 0} of {replicas} "
+                "pod(s) updated",
+            )
+    return None
+
+
+def observe(
+    *,
+    desired_replicas: int,
+    nodes_per_replica: int,
+    expected_statefulsets: Iterable[str],
+    statefulsets: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+) -> Observation:
+    """Ready replicas (a multi-node replica is ready when all of its pods are) and the most
+    specific reason why not all desired replicas are ready and up to date."""
+    serving = [
+        p
+        for p in pods
+        if (p.get("metadata") or {}).get("labels", {}).get(n.COMPONENT) == n.COMPONENT_SERVING
+    ]
+    if nodes_per_replica <= 1:
+        ready = sum(1 for p in serving if _pod_ready(p))
+    else:
+        by_replica: dict[str, list[Mapping[str, Any]]] = {}
+        for pod in serving:
+            replica = (pod.get("metadata") or {}).get("labels", {}).get(n.REPLICA, "")
+            by_replica.setdefault(str(replica), []).append(pod)
+        ready = sum(
+            1
+            for group in by_replica.values()
+            if len(group) >= nodes_per_replica and all(_pod_ready(p) for p in group)
+        )
+    ready = min(ready, desired_replicas)
+    blockers = [b for b in (_pod_blocker(p) for p in serving) if b is not None]
+    present = {_name(s) for s in statefulsets}
+    missing = [name for name in expected_statefulsets if name not in present]
+    if missing:
+        blockers.append(Blocker(WAITING_FOR_PODS, f"StatefulSet {missing[0]} not created yet"))
+    rollout = _rollout_blocker(statefulsets)
+    if rollout is not None:
+        blockers.append(rollout)
+    expected_pods = desired_replicas * max(1, nodes_per_replica)
+    if len(serving) < expected_pods and ready < desired_replicas:
+        blockers.append(
+            Blocker(WAITING_FOR_PODS, f"{len(serving)} of {expected_pods} serving pod(s) exist")
+        )
+    if not blockers and ready < desired_replicas:
+        blockers.append(
+            Blocker(WAITING_FOR_PODS, f"{ready} of {desired_replicas} replica(s) ready")
+        )
+    blocker = min(blockers, key=lambda b: _ORDER.index(b.reason)) if blockers else None
+    return Observation(ready, blocker)

@@ -62,6 +62,12 @@ from opbench.workload import (  # noqa: E402
 )
 
 DEFAULT_OPERATOR = "{python} -m nemotron_operator.cli run"
+# Loopback and free ports: other processes on the machine may hold the defaults (8080, 8081).
+OPERATOR_ENV = {
+    "NEMOTRON_OPERATOR_BIND_ADDRESS": "127.0.0.1",
+    "NEMOTRON_OPERATOR_HEALTH_PORT": "0",
+    "NEMOTRON_OPERATOR_METRICS_PORT": "0",
+}
 MODES = {  # sizes, singles, idle seconds for writes, idle seconds for RSS, planner rounds
     "full": ((100, 1000), 20, 300.0, 600.0, 20),
     "quick": ((100,), 10, 30.0, 60.0, 5),
@@ -144,15 +150,47 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 gpus = await inventory(client)
                 results["cluster"]["gpus_per_deployment"] = gpus_per_replica(gpus)
                 results["floor"] = await floor_phase(client, collector, args)
-                operator_env = {**env, "KUBECONFIG": str(sim.kubeconfig), **args.operator_env}
+                operator_env = {
+                    **env,
+                    **OPERATOR_ENV,
+                    "KUBECONFIG": str(sim.kubeconfig),
+                    **args.operator_env,
+                }
                 phases = OperatorPhases(client, collector, sim, args, env=operator_env, gpus=gpus)
                 await phases.run(results)
+                results["floor"]["ratio"] = ratios(results)
                 results["cluster"]["cpu_s_total"] = round(sim.cpu_seconds(), 1)
                 results["cluster"]["rss_mib_end"] = round(sim.rss_mib(), 1)
                 results["collector_watch_events"] = collector.events
                 await collector.stop()
         finally:
             sim.stop()
+
+
+def ratios(results: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Operator ÷ floor: wall time for a batch to converge, and the median deployment."""
+    operator, floor = results.get("convergence") or {}, results["floor"]
+
+    def divide(a: Any, b: Any) -> float | None:
+        return round(a / b, 2) if isinstance(a, int | float) and b else None
+
+    out = {
+        "single": {
+            "converged_p50": divide(
+                (operator.get("single") or {}).get("converged", {}).get("p50_ms"),
+                floor["single"]["converged"].get("p50_ms"),
+            )
+        }
+    }
+    for size, row in (operator.get("batches") or {}).items():
+        base = floor["batches"].get(size) or {}
+        out[size] = {
+            "converged_wall": divide(row.get("converged_wall_s"), base.get("converged_wall_s")),
+            "converged_p50": divide(
+                row["converged"].get("p50_ms"), base.get("converged", {}).get("p50_ms")
+            ),
+        }
+    return out
 
 
 def operator_argv(command: str) -> list[str] | None:

@@ -130,8 +130,14 @@ class RequestCounts:
             out[key] = out.get(key, 0) + row["count"]
         return dict(sorted(out.items()))
 
-    def writes(self, agents: Callable[[str], bool]) -> int:
-        return sum(r["count"] for r in self.of(agents) if r["verb"] in WRITE_VERBS)
+    def writes(self, agents: Callable[[str], bool], *, leases: bool = False) -> int:
+        """Writes; the single-replica Lease's renewals only when ``leases`` (they are the
+        operator's heartbeat, counted apart from writes to deployments, children and Events)."""
+        return sum(
+            r["count"]
+            for r in self.of(agents)
+            if r["verb"] in WRITE_VERBS and (r["resource"] == "leases") == leases
+        )
 
     def total(self, agents: Callable[[str], bool]) -> int:
         return sum(r["count"] for r in self.of(agents))

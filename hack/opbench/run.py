@@ -104,6 +104,13 @@ class OperatorPhases:
                 return True
         return False
 
+    async def statuses(self) -> dict[Key, dict[str, Any]]:
+        listing = await self.client.send("GET", f"{GROUP_PATH}/nemotrondeployments")
+        return {
+            (i["metadata"]["namespace"], i["metadata"]["name"]): i.get("status") or {}
+            for i in listing["items"]
+        }
+
     # --- phases ----------------------------------------------------------------------------------
 
     async def prepare(self, keys: list[Key]) -> None:
@@ -190,6 +197,7 @@ class OperatorPhases:
         """Everything converged and Ready; the operator's timers keep running."""
         operator = self.running()
         writes_window, rss_window = self.args.idle_writes_seconds, self.args.idle_rss_seconds
+        before = await self.statuses()
         await self.client.reset_counts()
         cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()
         start = time.perf_counter()
@@ -207,10 +215,12 @@ class OperatorPhases:
         results["api"]["idle"] = {
             "seconds": writes_window,
             "writes": at_writes.writes(not_bench),
+            "lease_writes": at_writes.writes(not_bench, leases=True),
             "by_verb": at_writes.by_verb(not_bench),
             "by_verb_and_resource": at_writes.by_verb_and_resource(not_bench),
             "writes_whole_window": whole.writes(not_bench),
             "whole_window_seconds": round(seconds, 1),
+            "status_changes": status_changes(before, await self.statuses()),
         }
         results["footprint"].update(
             idle_cpu_percent=round(100 * (operator.cpu_seconds() - cpu) / seconds, 2),
@@ -229,6 +239,7 @@ class OperatorPhases:
         """
         assert self.operator is not None
         count = await self.client.count_deployments()
+        before = await self.statuses()
         stop_start = time.perf_counter()
         exit_code = self.operator.stop()
         stopped_s = time.perf_counter() - stop_start
@@ -253,7 +264,9 @@ class OperatorPhases:
             if time.perf_counter() - last_busy >= settle:
                 break
         resync_s = last_busy - operator.started
+        changed = status_changes(before, await self.statuses())
         return {
+            "status_changes": changed,
             "deployments": count,
             "previous_exit_code": exit_code,
             "stop_s": round(stopped_s, 2),
@@ -262,6 +275,7 @@ class OperatorPhases:
             "last_request_s": round(max(0.0, last_request - started_wall), 2),
             "settle_s": settle,
             "writes": counts.writes(not_bench),
+            "lease_writes": counts.writes(not_bench, leases=True),
             "by_verb": counts.by_verb(not_bench),
             "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
             "cpu_s": round(operator.cpu_seconds(), 2),
@@ -284,6 +298,39 @@ def wall(collector: Collector, keys: list[Key], what: str, start: float) -> floa
     return round(max(e for e in ends if e is not None) - start, 2)
 
 
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to leaves; conditions keyed by their type, other lists by index."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= flatten(item, f"{prefix}.{key}" if prefix else key)
+        return out
+    if isinstance(value, list):
+        out = {}
+        for index, item in enumerate(value):
+            label = item.get("type", index) if isinstance(item, dict) else index
+            out |= flatten(item, f"{prefix}[{label}]")
+        return out
+    return {prefix: value}
+
+
+def status_changes(before: dict[Key, Any], after: dict[Key, Any]) -> dict[str, Any]:
+    """Which status fields differ after the restart, and in how many deployments: the evidence
+    for a write the restart should not have made."""
+    paths: dict[str, int] = {}
+    example: dict[str, Any] = {}
+    changed = 0
+    for key, old in before.items():
+        new_flat, old_flat = flatten(after.get(key) or {}), flatten(old)
+        differing = {p for p in old_flat.keys() | new_flat.keys()
+                     if old_flat.get(p) != new_flat.get(p)}  # fmt: skip
+        changed += bool(differing)
+        for path in differing:
+            paths[path] = paths.get(path, 0) + 1
+            example.setdefault(path, [old_flat.get(path), new_flat.get(path)])
+    return {"deployments": changed, "paths": dict(sorted(paths.items())), "example": example}
+
+
 def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
     by_verb = counts.by_verb(not_bench)
     return {
@@ -291,6 +338,7 @@ def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
         "requests_per_deployment": round(counts.total(not_bench) / deployments, 2),
         "per_deployment_by_verb": {v: round(n / deployments, 2) for v, n in by_verb.items()},
         "writes_per_deployment": round(counts.writes(not_bench) / deployments, 2),
+        "lease_writes": counts.writes(not_bench, leases=True),
         "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
     }
 

@@ -29,16 +29,32 @@ def run_tiny(tmp_path: Path, *extra: str) -> dict[str, Any]:
     return results
 
 
-def test_tiny_floor_and_planner_without_an_operator(tmp_path: Path) -> None:
-    results = run_tiny(tmp_path, "--operator-cmd", "none")
+def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path) -> None:
+    results = run_tiny(tmp_path)
     assert set(SECTIONS) <= set(results)
-    floor = results["floor"]
-    assert floor["single"]["converged"]["n"] == results["config"]["singles"]
-    batch = floor["batches"]["3"]
-    assert batch["converged"]["n"] == 3
-    assert batch["converged_wall_s"] > 0
-    assert batch["requests_per_deployment"] >= 6  # create, 4 applies, status
+    for section in SECTIONS:
+        assert "error" not in results[section], (section, results[section])
+    singles = results["config"]["singles"]
+    assert results["convergence"]["single"]["converged"]["n"] == singles
+    assert results["convergence"]["single"]["ready"]["n"] == singles
+    assert results["floor"]["single"]["converged"]["n"] == singles
+    for source in ("convergence", "floor"):
+        batch = results[source]["batches"]["3"]
+        assert batch["converged"]["n"] == 3, source
+        assert batch["converged_wall_s"] > 0, source
+    assert results["convergence"]["batches"]["3"]["ready"]["n"] == 3
+    assert results["floor"]["ratio"]["3"]["converged_wall"] > 0
+    api = results["api"]
+    assert api["batches"]["3"]["per_deployment_by_verb"]["apply"] >= 4  # 4 children each
+    assert api["idle"]["seconds"] > 0
+    assert isinstance(api["idle"]["writes"], int)
+    footprint = results["footprint"]
+    assert footprint["rss_mib_converged"] > 0
+    assert footprint["cpu_s_to_converge"] > 0
+    restart = results["restart"]
+    assert restart["deployments"] == 3
+    assert restart["resync_s"] > 0
+    assert isinstance(restart["writes"], int)
     assert results["planner"]["plans_per_second"] > 0
-    for section in ("convergence", "api", "footprint", "restart"):
-        assert results[section] == {"error": "no operator (--operator-cmd none)"}
-    assert {t["target"] for t in results["targets"]}  # every target listed, measured or not
+    assert all(t["measured"] is not None for t in results["targets"]), results["targets"]
+    assert "status_changes" in restart

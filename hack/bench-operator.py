@@ -18,7 +18,7 @@ real process: ``--operator-cmd``), then measures and prints a table, and writes 
 
 Modes: default N = 1, 100, 1000 with 5 min (writes) / 10 min (RSS) of idle — one idle window,
 writes counted over its first part; ``--quick`` N = 1, 100 and 30 s / 60 s idle (under 2 min);
-``--tiny`` N = 1, 3 and 2 s idle (seconds; what the test suite runs). Figures are printed, never
+``--tiny`` N = 1, 3 and 1 s idle (seconds; what the test suite runs). Figures are printed, never
 asserted. Usage:
 
     hack/bench-operator.py [--quick|--tiny] [--json PATH] [--operator-cmd CMD] [--sizes 1,100]
@@ -71,7 +71,7 @@ OPERATOR_ENV = {
 MODES = {  # sizes, singles, idle seconds for writes, idle seconds for RSS, planner rounds
     "full": ((100, 1000), 20, 300.0, 600.0, 20),
     "quick": ((100,), 10, 30.0, 60.0, 5),
-    "tiny": ((3,), 2, 2.0, 2.0, 1),
+    "tiny": ((3,), 2, 1.0, 1.0, 1),
 }
 
 
@@ -91,6 +91,7 @@ async def floor_phase(
     gpus = await inventory(client)
     out: dict[str, Any] = {"manager": "nemotron-bench-floor", "batches": {}}
     keys = [("floor-single", f"single-{i:02d}") for i in range(args.singles)]
+    report.say(f"floor: {len(keys)} single deployments, then {args.sizes} at once")
     await setup_namespaces(client, collector, keys, gpus)
     for key in keys:
         await floor_reconcile(client, collector, key, gpus)
@@ -129,6 +130,7 @@ async def setup_namespaces(
 
 async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
     bench_plan = load_bench_plan()
+    report.say("planner: plans per second over the catalog")
     results["planner"] = bench_plan.catalog_throughput(args.planner_rounds)
     path = [str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
@@ -244,7 +246,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.idle_writes_seconds = args.idle_writes_seconds or idle_writes
     args.idle_rss_seconds = max(args.idle_rss_seconds or idle_rss, args.idle_writes_seconds)
     args.planner_rounds = args.planner_rounds or rounds
-    args.restart_settle_seconds = args.restart_settle_seconds or (2.0 if name == "tiny" else 5.0)
+    args.restart_settle_seconds = args.restart_settle_seconds or (1.0 if name == "tiny" else 5.0)
     args.timeout = args.timeout or max(120.0, 0.6 * max(args.sizes))
     if args.json is None and name == "full":
         args.json = ROOT / "docs" / "benchmarks" / "operator.json"

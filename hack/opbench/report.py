@@ -6,8 +6,15 @@ import math
 import os
 import platform
 import statistics
+import sys
+import time
 from pathlib import Path
 from typing import Any
+
+
+def say(text: str) -> None:
+    """Progress on stderr (the table and JSON are the results)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 def percentile(samples: list[float], fraction: float) -> float:

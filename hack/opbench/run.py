@@ -44,6 +44,7 @@ class OperatorPhases:
             return
         results["operator"] = {"argv": self.args.operator_argv}
         try:
+            report.say("starting the operator")
             results["operator"]["start_s"] = await self.start()
             results["convergence"] = {"batches": {}}
             results["api"] = {"batches": {}}
@@ -122,8 +123,9 @@ class OperatorPhases:
     async def singles(self, results: dict[str, Any]) -> None:
         """One deployment at a time on an idle operator: the latency a user sees."""
         keys = [("single", f"single-{i:02d}") for i in range(self.args.singles)]
+        report.say(f"operator: {len(keys)} single deployments, one at a time")
         await self.prepare(keys)
-        await asyncio.sleep(1.0)  # let the operator settle after start-up
+        results["convergence"]["single_waited_for_quiet_s"] = await self.quiet()
         await self.client.reset_counts()
         for key in keys:
             await create(self.client, self.collector, key)
@@ -138,7 +140,9 @@ class OperatorPhases:
 
     async def batch(self, size: int, results: dict[str, Any], *, last: bool) -> None:
         keys = layout(f"b{size}", size, self.args.namespaces)
+        report.say(f"operator: {size} deployments at once")
         await self.prepare(keys)
+        await self.quiet()
         operator = self.running()
         await self.client.reset_counts()
         cpu, sim_cpu = operator.cpu_seconds(), self.sim.cpu_seconds()
@@ -187,6 +191,19 @@ class OperatorPhases:
         else:
             row["delete_s"] = await self.delete({k[0] for k in keys})
 
+    async def quiet(self, limit: float = 60.0) -> float:
+        """Wait until the cluster and the operator each use under 20 % of a CPU over a second
+        (the previous phase's deletions and pods settle first); seconds waited, at most
+        ``limit``."""
+        start = time.perf_counter()
+        operator = self.running()
+        while time.perf_counter() - start < limit:
+            sim, own = self.sim.cpu_seconds(), operator.cpu_seconds()
+            await asyncio.sleep(1.0)
+            if self.sim.cpu_seconds() - sim < 0.2 and operator.cpu_seconds() - own < 0.2:
+                break
+        return round(time.perf_counter() - start, 1)
+
     async def delete(self, namespaces: set[str]) -> float | str:
         try:
             return round(await self.client.delete_namespaces(namespaces, self.args.timeout), 2)
@@ -197,11 +214,15 @@ class OperatorPhases:
         """Everything converged and Ready; the operator's timers keep running."""
         operator = self.running()
         writes_window, rss_window = self.args.idle_writes_seconds, self.args.idle_rss_seconds
+        report.say(
+            f"operator: idle for {rss_window:.0f} s (writes counted over {writes_window:.0f} s)"
+        )
         before = await self.statuses()
         await self.client.reset_counts()
         cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()
         start = time.perf_counter()
         rss_samples = [rss_start]
+        cluster_cpu = self.sim.cpu_seconds()
         at_writes: RequestCounts | None = None
         while (elapsed := time.perf_counter() - start) < rss_window:
             if at_writes is None and elapsed >= writes_window:
@@ -223,6 +244,9 @@ class OperatorPhases:
             "status_changes": status_changes(before, await self.statuses()),
         }
         results["footprint"].update(
+            cluster_idle_cpu_percent=round(
+                100 * (self.sim.cpu_seconds() - cluster_cpu) / seconds, 1
+            ),
             idle_cpu_percent=round(100 * (operator.cpu_seconds() - cpu) / seconds, 2),
             idle_rss_seconds=round(seconds, 1),
             rss_mib_idle_start=round(rss_start, 1),
@@ -234,11 +258,15 @@ class OperatorPhases:
     async def restart(self) -> dict[str, Any]:
         """Stop the operator, start it again; how long until it is quiet, and what it wrote.
 
-        Resynced = the operator has listed the deployments and then, for ``settle`` seconds,
-        neither sent a request (other than its open watches) nor used more than 5 % of a CPU.
+        Resynced = the operator has read every deployment back (one GET each: its reconcile
+        starts with one) and then, for ``settle`` seconds, neither sent a request (other than
+        its open watches) nor used more than 5 % of a CPU. A restarted operator that waits for
+        its predecessor's Lease to expire is not resynced until it has done the work.
         """
         assert self.operator is not None
+        previous_log = self.operator.tail(15).splitlines()
         count = await self.client.count_deployments()
+        report.say(f"operator: restart with {count} deployments")
         before = await self.statuses()
         stop_start = time.perf_counter()
         exit_code = self.operator.stop()
@@ -253,6 +281,7 @@ class OperatorPhases:
         deadline = time.monotonic() + self.args.timeout
         counts = await self.client.counts()
         last_request = counts.last_request(not_bench, exclude_verbs={"watch"})
+        read_back = 0
         while time.monotonic() < deadline:
             await asyncio.sleep(_SAMPLE_SECONDS)
             now_cpu = self.running().cpu_seconds()
@@ -261,9 +290,11 @@ class OperatorPhases:
             if now_cpu - cpu > 0.05 * _SAMPLE_SECONDS or latest > last_request:
                 last_busy = time.perf_counter()
             cpu, last_request = now_cpu, latest
-            if time.perf_counter() - last_busy >= settle:
+            read_back = reads_of_deployments(counts)
+            if read_back >= count and time.perf_counter() - last_busy >= settle:
                 break
-        resync_s = last_busy - operator.started
+        resynced = read_back >= count
+        resync_s = last_busy - operator.started if resynced else None
         changed = status_changes(before, await self.statuses())
         return {
             "status_changes": changed,
@@ -271,7 +302,9 @@ class OperatorPhases:
             "previous_exit_code": exit_code,
             "stop_s": round(stopped_s, 2),
             "watching_s": watching_s,
-            "resync_s": round(resync_s, 2),
+            "resync_s": None if resync_s is None else round(resync_s, 2),
+            "deployments_read_back": read_back,
+            "previous_log_tail": previous_log,
             "last_request_s": round(max(0.0, last_request - started_wall), 2),
             "settle_s": settle,
             "writes": counts.writes(not_bench),
@@ -296,6 +329,14 @@ def wall(collector: Collector, keys: list[Key], what: str, start: float) -> floa
     if any(e is None for e in ends):
         return None
     return round(max(e for e in ends if e is not None) - start, 2)
+
+
+def reads_of_deployments(counts: RequestCounts) -> int:
+    return sum(
+        r["count"]
+        for r in counts.of(not_bench)
+        if (r["verb"], r["resource"]) == ("get", "nemotrondeployments")
+    )
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:

@@ -15,14 +15,17 @@ from nemotron_sim.apiserver.wire import APPLY, json_response
 
 def request_verb(method: str, path: str, *, watch: bool, content_type: str) -> tuple[str, str]:
     """(Kubernetes verb, resource[/subresource]) of a request, from its path alone: a counter
-    must not fail, so an unknown path is counted as its method on ``?``."""
+    must not fail, so a path that names no resource is counted as ``(discovery)`` (``/api``,
+    ``/apis/<group>/<version>``) or ``(<first segment>)`` (``/version``, ``/openapi``)."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 3:
         rest = parts[2:]
     elif parts[:1] == ["apis"] and len(parts) >= 4:
         rest = parts[3:]
+    elif parts[:1] in (["api"], ["apis"]):
+        return method.lower(), "(discovery)"
     else:
-        return method.lower(), "?"
+        return method.lower(), f"({parts[0] if parts else ''})"
     if rest[0] == "watch":
         watch, rest = True, rest[1:]
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[2:] not in (["status"], ["finalize"]):
@@ -93,6 +96,12 @@ async def sim_endpoint(
         return json_response(counts.to_dict())
     if parts[1:2] != ["faults"]:
         raise web.HTTPNotFound()
+    return await _faults_endpoint(request, faults, parts)
+
+
+async def _faults_endpoint(
+    request: web.Request, faults: FaultInjector, parts: list[str]
+) -> web.Response:
     if request.method == "GET":
         return json_response([f.to_dict() for f in faults.active()])
     if request.method == "POST":

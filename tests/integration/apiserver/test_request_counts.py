@@ -31,12 +31,16 @@ async def test_requests_are_counted_by_agent_verb_and_resource(
         assert response.status == 200  # counted on arrival: no need to wait for its end
     await call(http, "GET", "/api/v1/namespaces/default", headers=bench)
     await call(http, "GET", f"{CM}/missing", headers=bench)  # a refusal is a request too
+    await call(http, "GET", "/apis/apps/v1", headers=bench)
+    await call(http, "GET", "/version", headers=bench)
 
     seen = await counts(http)
     for verb in ("create", "patch", "apply", "delete", "watch"):
         assert seen[("bench-client", verb, "configmaps")] == 1, verb
     assert seen[("bench-client", "get", "configmaps")] == 2
     assert seen[("bench-client", "get", "namespaces")] == 1
+    assert seen[("bench-client", "get", "(discovery)")] == 1
+    assert seen[("bench-client", "get", "(version)")] == 1
     assert sum(n for (agent, verb, _), n in seen.items() if verb == "list") == 1
     assert ("bench-client", "list", "configmaps") not in seen  # that list had another agent
 
@@ -44,4 +48,3 @@ async def test_requests_are_counted_by_agent_verb_and_resource(
         assert response.status == 200
     await call(http, "GET", f"{CM}/b", headers=bench)
     assert await counts(http) == {("bench-client", "get", "configmaps"): 1}
-

@@ -134,6 +134,9 @@ class OperatorPhases:
         results["convergence"]["single"] = {
             "converged": lat(self.collector, keys, "converged"),
             "ready": lat(self.collector, keys, "ready"),
+            "converged_ms_in_order": [
+                round(1000 * (self.collector.tracks[k].latency("converged") or 0), 1) for k in keys
+            ],
         }
         results["api"]["single"] = per_deployment(counts, len(keys))
         results["convergence"]["single"]["delete_s"] = await self.delete({"single"})

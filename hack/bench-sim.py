@@ -14,9 +14,14 @@ from this client), then over HTTP, as the operator would:
 5. reports the cluster process's CPU time per phase, its idle CPU with everything running, and
    its resident memory.
 
+With ``--as-service-account`` every request after the setup carries the bearer token of a
+ServiceAccount bound to a ClusterRole with just the verbs the benchmark uses, so each one is
+authenticated and authorized by RBAC (the admin path skips both).
+
 Prints figures; asserts nothing (speed targets are read, not unit-tested). Usage:
 
-    hack/bench-sim.py [--count 1000] [--concurrency 16] [--json results.json]
+    hack/bench-sim.py [--count 1000] [--concurrency 16] [--as-service-account]
+                      [--json results.json]
 """
 
 from __future__ import annotations
@@ -196,6 +201,48 @@ class Client:
         return call
 
 
+BENCH_ROLE = {
+    "metadata": {"name": "bench"},
+    "rules": [
+        {
+            "apiGroups": ["serving.nemotron.io"],
+            "resources": ["nemotrondeployments"],
+            "verbs": ["create", "get", "list", "watch", "patch"],
+        },
+        {
+            "apiGroups": ["apps"],
+            "resources": ["statefulsets"],
+            "verbs": ["create", "list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["pods", "nodes"], "verbs": ["list"]},
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "verbs": ["create", "list", "watch", "patch"],
+        },
+    ],
+}
+
+
+async def service_account_token(client: Client) -> str:
+    """A ServiceAccount bound to BENCH_ROLE, and a token for it (TokenRequest API)."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    await client.send("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+                      {"metadata": {"name": "bench"}})  # fmt: skip
+    await client.send("POST", f"{rbac}/clusterroles", BENCH_ROLE)
+    binding = {
+        "metadata": {"name": "bench"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "bench"},
+        "subjects": [{"kind": "ServiceAccount", "name": "bench", "namespace": NAMESPACE}],
+    }  # fmt: skip
+    await client.send("POST", f"{rbac}/clusterrolebindings", binding)
+    answer = await client.send(
+        "POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/bench/token", {"spec": {}}
+    )
+    return str(answer["status"]["token"])
+
+
 async def wait_all_ready(client: Client, count: int) -> tuple[float, int]:
     """Watch StatefulSets until ``count`` report readyReplicas 1; (seconds, events seen)."""
     listing = await client.send("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets")
@@ -296,7 +343,11 @@ async def watch_latencies(client: Client, args: argparse.Namespace) -> dict[str,
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    results: dict[str, Any] = {"count": args.count, "nodes": args.nodes}
+    results: dict[str, Any] = {
+        "count": args.count,
+        "nodes": args.nodes,
+        "as_service_account": args.as_service_account,
+    }
     with tempfile.TemporaryDirectory(prefix="nemotron-bench-") as tmp:
         sim = SimProcess(args.nodes, Path(tmp))
         try:
@@ -309,6 +360,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await client.send("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
                 for crd in sorted((ROOT / "crds").glob("*.yaml")):
                     await client.send("POST", CRD_PATH, yaml.safe_load(crd.read_text()))
+                if args.as_service_account:
+                    token = await service_account_token(client)
+                    session.headers["Authorization"] = f"Bearer {token}"
                 cpu = sim.cpu_seconds()
                 crs = [
                     client.post(f"{GROUP_PATH}/namespaces/{NAMESPACE}/nemotrondeployments",
@@ -352,6 +406,8 @@ def report(results: dict[str, Any]) -> None:
     n = results["count"]
     print(f"SIMULATED cluster benchmark: {n} NemotronDeployments, {n} StatefulSets / pods")
     print(f"nodes {results['nodes']}; {os.cpu_count()} CPUs; cluster in its own process")
+    if results["as_service_account"]:
+        print("every request as a ServiceAccount (bearer token, RBAC-authorized)")
     crs, sts, ready = results["create_crs"], results["create_statefulsets"], results["pods_ready"]
     print(
         f"  create CRs           {crs['per_s']:7.0f}/s  p50 {crs['p50_ms']:6.1f} ms  "
@@ -389,6 +445,11 @@ def main() -> int:
     parser.add_argument("--watchers", type=int, default=5)
     parser.add_argument("--idle-seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--as-service-account",
+        action="store_true",
+        help="send every request with a ServiceAccount's token (RBAC on each request)",
+    )
     args = parser.parse_args()
     args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(args.count / 8)}"
     results = asyncio.run(run(args))

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The README's main job (`make demo`): plan and deploy a Nemotron model on a SIMULATED GPU
-# cluster on this machine, then ask it for a chat completion through its Service.
+# The README's main job (`make demo`): run the operator on a SIMULATED GPU cluster on this
+# machine, apply one NemotronDeployment, and ask the model for a chat completion.
 #
 # Starts the simulated cluster (python -m nemotron_sim: API stand-in, GPU nodes,
-# scheduler, StatefulSet controller, kubelet running stand-in vLLM servers on loopback), prints
-# the plan of an example, applies its rendered objects with kubectl, waits (bounded) for the
-# serving pods to become Ready, shows the workload and a completion, and stops everything it
-# started. Nothing leaves this machine; no GPU, container or real cluster is involved.
+# scheduler, StatefulSet controller, kubelet running stand-in vLLM servers on loopback), installs
+# the CRD, starts the operator (`nemotron-operator run`, a local process for now), applies an
+# example with kubectl, watches `kubectl get nd` go from planning to Ready (bounded), prints
+# status.plan and the conditions, sends a chat completion to status.endpoint, and stops
+# everything it started. Nothing leaves this machine; no GPU, container or real cluster is
+# involved, and your own kubectl context is never touched.
 #
 # Environment: DEMO_EXAMPLE (default examples/nano-bf16.yaml), DEMO_NODES (simulated nodes,
 # default NVIDIA-H200:8x2,NVIDIA-B200:8x1), DEMO_LOAD_SECONDS (simulated model load, default 3),
@@ -22,9 +24,21 @@ LOAD_SECONDS="${DEMO_LOAD_SECONDS:-3}"
 TIMEOUT="${DEMO_TIMEOUT:-120}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/nemotron-demo.XXXXXX")"
 SIM_PID=""
+OPERATOR_PID=""
+
+stop_pid() {  # SIGINT/SIGTERM, then SIGKILL after 5 s (bounded)
+  local pid="$1" signal="$2"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill "-$signal" "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+}
 
 cleanup() {
   local rc=$?
+  stop_pid "$OPERATOR_PID" TERM
   if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
     kill -INT "$SIM_PID" 2>/dev/null || true
     # Bounded: the cluster stops its servers within a few seconds; then it is killed.
@@ -72,43 +86,95 @@ export KUBECONFIG="$WORK/kubeconfig"
 export KUBECACHEDIR="$WORK/kubecache"  # never mix this cluster's discovery into ~/.kube
 show kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.memory
 
-step "Plan $EXAMPLE against these nodes (the memory model; no cluster writes)"
-echo "$ kubectl get nodes -o yaml > nodes.yaml"
-kubectl get nodes -o yaml >"$WORK/nodes.yaml"
-echo "$ nemotron-operator plan -f $EXAMPLE --gpu-inventory nodes.yaml"
-nemotron-operator plan -f "$EXAMPLE" --gpu-inventory "$WORK/nodes.yaml"
-
-step "Render the Kubernetes objects and apply them"
-echo "$ nemotron-operator render -f $EXAMPLE --gpu-inventory nodes.yaml > objects.yaml"
-nemotron-operator render -f "$EXAMPLE" --gpu-inventory "$WORK/nodes.yaml" >"$WORK/objects.yaml"
-grep -E '^kind:' "$WORK/objects.yaml" | sed 's/^/  rendered /'
-printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n' "$NAMESPACE" \
-  | kubectl apply -f -
-echo "$ kubectl apply -f objects.yaml"
-kubectl apply -f "$WORK/objects.yaml"
-
-step "Wait (at most ${TIMEOUT}s) for the serving pods to become Ready"
-SELECTOR="app.kubernetes.io/instance=$NAME"
-# kubectl wait fails at once when no pod exists yet; give the StatefulSet a moment (bounded).
-for _ in $(seq 1 100); do
-  [ -n "$(kubectl get pods -n "$NAMESPACE" -l "$SELECTOR" -o name)" ] && break
+step "Install the CRD and start the operator (nemotron-operator run, a local process)"
+show kubectl apply --server-side -f crds/
+nemotron-operator run --namespaces "$NAMESPACE" --bind-address 127.0.0.1 --health-port 0 \
+  --metrics-port 0 --resync-seconds 10 --scrape-seconds 1 --lease-namespace default \
+  >"$WORK/operator.log" 2>&1 &
+OPERATOR_PID=$!
+for _ in $(seq 1 300); do  # up to 30 s
+  grep -q "health endpoint" "$WORK/operator.log" 2>/dev/null && break
+  kill -0 "$OPERATOR_PID" 2>/dev/null || { cat "$WORK/operator.log" >&2; exit 1; }
   sleep 0.1
 done
-show kubectl wait --for=condition=Ready pod -l "$SELECTOR" -n "$NAMESPACE" \
-  --timeout="${TIMEOUT}s"
+grep -q "health endpoint" "$WORK/operator.log" || { cat "$WORK/operator.log" >&2; exit 1; }
+HEALTH_URL="$(grep -m1 -o 'http://[^ ,]*/healthz' "$WORK/operator.log")"
+echo "operator running (pid $OPERATOR_PID); $HEALTH_URL says: $("$PY" -c '
+import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$HEALTH_URL")"
 
-step "The workload"
-show kubectl get statefulsets,pods,services,persistentvolumeclaims -n "$NAMESPACE" -o wide
-show kubectl get events -n "$NAMESPACE" --sort-by=.lastTimestamp \
-  -o custom-columns=OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message
+step "Apply $EXAMPLE"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n' "$NAMESPACE" \
+  | kubectl apply -f -
+show kubectl apply -f "$EXAMPLE"
 
-step "A chat completion through the Service (ClusterIP on loopback -> stand-in vLLM)"
-CLUSTER_IP="$(kubectl get service "$NAME" -n "$NAMESPACE" -o jsonpath='{.spec.clusterIP}')"
-PORT="$(kubectl get service "$NAME" -n "$NAMESPACE" -o jsonpath='{.spec.ports[0].port}')"
-"$PY" - "http://$CLUSTER_IP:$PORT" <<'EOF'
+step "Watch kubectl get nd until Ready (at most ${TIMEOUT}s)"
+echo "$ kubectl get nd $NAME -n $NAMESPACE   (printed on every change)"
+# (not "| head -1": kubectl could get SIGPIPE, which pipefail turns into a failed demo)
+kubectl get nd "$NAME" -n "$NAMESPACE" | sed -n 1p
+LAST="" PHASE=""
+DEADLINE=$((SECONDS + TIMEOUT))
+while [ "$SECONDS" -lt "$DEADLINE" ]; do
+  ROW="$(kubectl get nd "$NAME" -n "$NAMESPACE" --no-headers 2>/dev/null || true)"
+  # The AGE column changes every second; compare the rest.
+  KEY="$(echo "$ROW" | awk '{$NF=""; print}')"
+  if [ -n "$ROW" ] && [ "$KEY" != "$LAST" ]; then echo "$ROW"; LAST="$KEY"; fi
+  [ "$PHASE" = "Ready" ] && break  # the Ready row has been printed
+  PHASE="$(kubectl get nd "$NAME" -n "$NAMESPACE" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
+  [ "$PHASE" = "Ready" ] || sleep 0.3
+done
+if [ "$PHASE" != "Ready" ]; then
+  echo "demo: $NAME did not become Ready within ${TIMEOUT}s; the operator's log:" >&2
+  tail -30 "$WORK/operator.log" >&2
+  exit 1
+fi
+
+step "status.plan (the memory model's arithmetic) and the conditions"
+kubectl get nd "$NAME" -n "$NAMESPACE" -o json >"$WORK/nd.json"
+"$PY" - "$WORK/nd.json" <<'EOF'
+import json, sys
+status = json.load(open(sys.argv[1]))["status"]
+plan = status["plan"]
+gib = lambda b: f"{b / 2**30:.1f} GiB"
+per = plan["perGPU"]
+print(f"plan: {plan['gpusPerReplica']}x {plan['gpuProduct']} per replica "
+      f"(TP {plan['tensorParallel']}, PP {plan['pipelineParallel']}, "
+      f"{plan['nodesPerReplica']} node(s)), {plan['replicas']} replica(s), "
+      f"{plan['totalGPUs']} GPU(s) in all")
+print(f"per GPU: usable {gib(per['usableBytes'])} = weights {gib(per['weightsBytes'])} "
+      f"+ reserve {gib(per['reserveBytes'])} + KV/Mamba pool {gib(per['kvPoolBytes'])}")
+print(f"max concurrency at maxModelLen {plan['maxModelLen']}: {plan['maxConcurrency']}; "
+      f"KV cache {plan['kvCacheTokens']} tokens per replica")
+for rejected in plan.get("rejected", [])[:3]:
+    print(f"rejected: {rejected['gpuProduct']} TP{rejected['tensorParallel']} "
+          f"PP{rejected['pipelineParallel']}: {rejected['reason']}")
+print()
+print(f"{'CONDITION':<18} {'STATUS':<8} {'REASON':<18} MESSAGE")
+for c in status["conditions"]:
+    print(f"{c['type']:<18} {c['status']:<8} {c['reason']:<18} {c.get('message', '')}")
+print()
+print(f"endpoint: {status['endpoint']}")
+EOF
+echo
+show kubectl get statefulsets,pods,services -n "$NAMESPACE"
+show kubectl get events -n "$NAMESPACE" --field-selector involvedObject.kind=NemotronDeployment \
+  --sort-by=.lastTimestamp -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
+
+step "A chat completion through status.endpoint (its Service's ClusterIP -> stand-in vLLM)"
+ENDPOINT="$(kubectl get nd "$NAME" -n "$NAMESPACE" -o jsonpath='{.status.endpoint}')"
+# http://<service>.<namespace>.svc:<port>/v1: the simulated cluster has no DNS, so resolve the
+# Service name to its ClusterIP as cluster DNS would.
+read -r SERVICE SERVICE_NS PORT < <("$PY" -c '
+import sys, urllib.parse
+url = urllib.parse.urlparse(sys.argv[1])
+service, namespace = url.hostname.split(".")[:2]
+print(service, namespace, url.port)' "$ENDPOINT")
+CLUSTER_IP="$(kubectl get service "$SERVICE" -n "$SERVICE_NS" -o jsonpath='{.spec.clusterIP}')"
+echo "status.endpoint = $ENDPOINT  ($SERVICE.$SERVICE_NS.svc -> ClusterIP $CLUSTER_IP)"
+"$PY" - "http://$CLUSTER_IP:$PORT/v1" <<'EOF'
 import json, sys, urllib.request
 
-base = sys.argv[1]
+base = sys.argv[1].removesuffix("/v1")
 with urllib.request.urlopen(f"{base}/v1/models", timeout=10) as response:
     model = json.load(response)["data"][0]["id"]
 body = {
@@ -142,8 +208,83 @@ for line in metrics.splitlines():
         print(f"  {line}")
 EOF
 
+step "Throughput in status and the plan checked against what vLLM allocated"
+METRICS_URL="$(grep -o 'http://[^ ,]*/metrics' "$WORK/operator.log" | head -1)"
+"$PY" - "http://$CLUSTER_IP:$PORT" "$NAME" "$NAMESPACE" "$METRICS_URL" <<'EOF'
+import json, subprocess, sys, threading, time, urllib.request
+
+base, name, namespace, metrics_url = sys.argv[1:5]
+model = json.load(urllib.request.urlopen(f"{base}/v1/models", timeout=10))["data"][0]["id"]
+stop = threading.Event()
+
+
+def chat(worker: int) -> None:
+    for i in range(1000):
+        if stop.is_set():
+            return
+        body = {"model": model, "max_tokens": 64, "ignore_eos": True,
+                "messages": [{"role": "user", "content": f"request {worker}.{i}"}]}
+        request = urllib.request.Request(f"{base}/v1/chat/completions", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+
+
+def status() -> dict:
+    out = subprocess.run(["kubectl", "get", "nd", name, "-n", namespace, "-o", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out).get("status", {})
+
+
+print("4 clients send chat completions; the operator scrapes the serving pods every second")
+workers = [threading.Thread(target=chat, args=(w,)) for w in range(4)]
+for worker in workers:
+    worker.start()
+deadline = time.monotonic() + 20
+shown = {}
+while time.monotonic() < deadline:
+    shown = status().get("throughput") or {}
+    if shown.get("generationTokensPerSecond", 0) > 0:
+        break
+    time.sleep(0.3)
+print("$ kubectl get nd " + name + " -n " + namespace)
+print(subprocess.run(["kubectl", "get", "nd", name, "-n", namespace],
+                     capture_output=True, text=True).stdout)
+stop.set()
+for worker in workers:
+    worker.join()
+keys = ("generationTokensPerSecond", "promptTokensPerSecond", "requestsRunning",
+        "requestsWaiting", "kvCacheUsage", "mtpAcceptanceRate", "mtpMeanAcceptedLength",
+        "ttftSecondsP50", "ttftSecondsP95", "podsSampled", "sampledAt")
+print("status.throughput: " + ", ".join(f"{k}={shown[k]}" for k in keys if k in shown))
+current = status()
+plan, check = current["plan"], current.get("planCheck")
+if check:
+    print()
+    print(f"{'capacity per replica':<22} {'planned':>12} {'vLLM':>12} {'deviation':>10}")
+    rows = (("KV cache blocks", plan["kvCacheBlocks"], check["kvCacheBlocks"],
+             check["blocksDeviation"]),
+            ("KV cache tokens", plan["kvCacheTokens"], check["kvCacheTokens"],
+             check["tokensDeviation"]),
+            ("max concurrency", plan["maxConcurrency"], check["maxConcurrency"],
+             check["concurrencyDeviation"]))
+    for label, planned, observed, deviation in rows:
+        print(f"{label:<22} {planned:>12,} {observed:>12,} {deviation:>+10.1%}")
+    accurate = next(c for c in current["conditions"] if c["type"] == "PlanAccurate")
+    print(f"PlanAccurate={accurate['status']} ({accurate['reason']}): {accurate['message']}")
+text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+print()
+print(f"some of the operator's series ({metrics_url}):")
+for line in text.splitlines():
+    if line.startswith(("nemotron_deployment_generation_tokens_per_second",
+                        "nemotron_deployment_mtp_acceptance_ratio",
+                        "nemotron_deployment_planned_kv_cache_tokens",
+                        "nemotron_deployment_observed_kv_cache_tokens",
+                        "nemotron_deployment_ready{")):
+        print(f"  {line}")
+EOF
+
 if [ "${DEMO_KEEP:-0}" = "1" ]; then
   step "The SIMULATED cluster keeps running: export KUBECONFIG=$KUBECONFIG; Ctrl-C stops it"
   wait "$SIM_PID" || true
 fi
-step "Done: stopping the SIMULATED cluster"
+step "Done: stopping the operator and the SIMULATED cluster"

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nemotron_sim.cluster import SimCluster
+from nemotron_sim.controllers.images import parse_mapping
 from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
 from nemotron_sim.controllers.nodes import NodeSpecError, parse_node_spec
 
@@ -46,6 +47,42 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--init-seconds", type=float, default=0.05, help="how long each init container runs"
     )
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="REPO=PROGRAM",
+        help="run containers of this image repository (any tag or digest) as a real process: "
+        "PROGRAM (split like a shell) stands for the image's entrypoint, the container's args "
+        "follow; repeatable. Built in: ghcr.io/nemotron-operator/nemotron-operator runs "
+        "'python -m nemotron_operator.cli'",
+    )
+    parser.add_argument(
+        "--command",
+        action="append",
+        default=[],
+        metavar="NAME=PROGRAM",
+        help="what a mapped container's `command: [NAME, ...]` runs (built in: python, python3, "
+        "nemotron-operator); repeatable",
+    )
+    parser.add_argument(
+        "--system-nodes",
+        type=int,
+        default=0,
+        help="add this many GPU-less, untainted nodes (where the operator's own pod can run)",
+    )
+    parser.add_argument(
+        "--crash-backoff-seconds",
+        type=float,
+        default=10.0,
+        help="first restart back-off of a crashing container (kubelet: 10 s, doubling to 5 min)",
+    )
+    parser.add_argument(
+        "--probe-time-scale",
+        type=float,
+        default=1.0,
+        help="multiply the probe periods and delays of process containers by this",
+    )
     parser.add_argument("--no-events", action="store_true", help="do not write Events")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the controllers")
     return parser
@@ -69,14 +106,23 @@ async def serve(args: argparse.Namespace) -> None:
         load_seconds=args.load_seconds,
         init_seconds=args.init_seconds,
         record_events=not args.no_events,
+        images=dict(parse_mapping(text, "--image") for text in args.image),
+        commands=dict(parse_mapping(text, "--command") for text in args.command),
+        system_nodes=args.system_nodes,
+        crash_backoff_seconds=args.crash_backoff_seconds,
+        crash_backoff_cap_seconds=max(300.0, args.crash_backoff_seconds),
+        probe_time_scale=args.probe_time_scale,
     ) as cluster:
         groups = ", ".join(
             f"{g.nodes} node(s) with {g.gpus_per_node}x {g.product}"
             for g in parse_node_spec(args.nodes)
         )
         _say("SIMULATED Kubernetes cluster (nemotron-operator sim): no real API server,")
-        _say("kubelet, container runtime or GPU; pods run stand-in vLLM servers on loopback.")
+        _say("kubelet, container runtime or GPU; pods run stand-in vLLM servers on loopback,")
+        _say("and containers of mapped images (--image) run as local processes.")
         _say(f"  API server: {cluster.url}")
+        if cluster.api.secure_url:  # what the kubeconfig uses: kubectl sends tokens over TLS only
+            _say(f"  API (TLS):  {cluster.api.secure_url}")
         _say(f"  kubeconfig: {cluster.kubeconfig}  (export KUBECONFIG={cluster.kubeconfig})")
         _say(f"  nodes:      {groups}")
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")
@@ -89,7 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for group in parse_node_spec(args.nodes):
             gpu_facts(group.product)
-    except NodeSpecError as error:
+        for text in args.image:
+            parse_mapping(text, "--image")
+        for text in args.command:
+            parse_mapping(text, "--command")
+    except (NodeSpecError, ValueError) as error:
         sys.stderr.write(f"python -m nemotron_sim: {error}\n")
         return 2
     logging.basicConfig(

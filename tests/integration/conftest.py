@@ -115,6 +115,12 @@ class SimClusterHandle:
         sts = self.get(STATEFULSETS, namespace, statefulset) or {}
         return int((sts.get("status") or {}).get("readyReplicas") or 0)
 
+    def logs(
+        self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False
+    ) -> str:
+        """A process container's output, as ``kubectl logs`` shows it (in-process read)."""
+        return self.call(lambda c: c.pod_logs(namespace, pod, container, previous=previous))
+
     def gpu_inventory(self) -> str:
         return self.call(lambda c: c.gpu_inventory())
 
@@ -162,4 +168,7 @@ def operator_process(
         yield operator
     finally:
         operator.stop()
+        # Shown by pytest only when the test fails: the operator's side of the story.
+        print(f"--- operator log (last 8000 characters of {operator.log_path}) ---")
+        print(operator.log()[-8000:])
     operator.check_log()

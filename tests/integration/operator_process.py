@@ -7,7 +7,7 @@ Interface of :class:`OperatorProcess`:
 - ``start()`` / ``stop()`` (SIGTERM, then SIGKILL after 15 s) / ``kill()`` (SIGKILL) /
   ``restart()``; the process's stdout and stderr go to ``log_path`` (appended across restarts).
 - ``args``: the ``run`` flags; the defaults are fast for tests (``FAST_ARGS``: resync every 1 s,
-  Lease of 3 s, retries from 0.2 s up to 2 s, health and metrics on free loopback ports).
+  Lease of 5 s, retries from 0.2 s up to 2 s, health and metrics on free loopback ports).
   Pass ``extra_args`` to add or override (a later flag wins in argparse).
 - ``health_url`` / ``metrics_url`` (read from the operator's start-up log line);
   ``healthz()`` → (HTTP status, JSON body).
@@ -43,7 +43,7 @@ FAST_ARGS = (
     "--bind-address=127.0.0.1",
     "--health-port=0",
     "--metrics-port=0",
-    "--lease-seconds=3",
+    "--lease-seconds=5",
     "--retry-base-seconds=0.2",
     "--retry-max-seconds=2",
     "--watch-error-backoffs=0.5,1,2,4,8,8,8,8,8,8",

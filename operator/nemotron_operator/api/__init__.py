@@ -1,5 +1,6 @@
 """The NemotronDeployment API as pydantic models: the single source of the CRD schema."""
 
+from nemotron_operator.api.autoscaling import AutoscalingSpec, AutoscalingTarget
 from nemotron_operator.api.capacity import (
     DEFAULT_MIN_CONCURRENCY,
     CacheSpec,
@@ -10,8 +11,8 @@ from nemotron_operator.api.capacity import (
     NodeClassRef,
     NodePoolSpec,
     Parallelism,
+    PodMonitorSpec,
     SchedulingSpec,
-    ServiceMonitorSpec,
     StorageSpec,
     Toleration,
 )
@@ -48,6 +49,7 @@ from nemotron_operator.api.status import (
     Condition,
     NemotronDeploymentStatus,
     NodePoolStatus,
+    PlanCheck,
     Throughput,
 )
 
@@ -61,6 +63,8 @@ __all__ = [
     "PLURAL",
     "VERSION",
     "ArchitectureSpec",
+    "AutoscalingSpec",
+    "AutoscalingTarget",
     "CacheSpec",
     "CapacitySpec",
     "Condition",
@@ -83,6 +87,8 @@ __all__ = [
     "ParameterCounts",
     "PerGpuMemory",
     "Plan",
+    "PlanCheck",
+    "PodMonitorSpec",
     "Precision",
     "PvcSource",
     "ReasoningParserPlugin",
@@ -90,7 +96,6 @@ __all__ = [
     "ReserveComponent",
     "SchedulingSpec",
     "SecretKeyRef",
-    "ServiceMonitorSpec",
     "SpeculativeDecoding",
     "StorageSpec",
     "Throughput",

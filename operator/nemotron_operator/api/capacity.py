@@ -227,8 +227,8 @@ class SchedulingSpec(ApiModel):
     )
 
 
-class ServiceMonitorSpec(ApiModel):
-    """A Prometheus Operator monitor for the serving pods."""
+class PodMonitorSpec(ApiModel):
+    """A Prometheus Operator PodMonitor for the serving pods' vLLM /metrics."""
 
     enabled: bool = Field(default=False, description="Create a PodMonitor for vLLM's /metrics.")
     interval: Annotated[str, StringConstraints(max_length=16, pattern=r"^[0-9]+(ms|s|m|h)$")] = (
@@ -242,6 +242,9 @@ class ServiceMonitorSpec(ApiModel):
 class MonitoringSpec(ApiModel):
     """Monitoring integration."""
 
-    service_monitor: ServiceMonitorSpec = Field(
-        default_factory=ServiceMonitorSpec, description="Prometheus Operator monitor."
+    # Named for what it creates: a PodMonitor scrapes each leader pod directly, without a
+    # metrics Service (it was `serviceMonitor` before v1alpha1 settled).
+    pod_monitor: PodMonitorSpec = Field(
+        default_factory=PodMonitorSpec,
+        description="Prometheus Operator PodMonitor for vLLM's /metrics on the serving leaders.",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from nemotron_operator.api.autoscaling import AutoscalingSpec
 from nemotron_operator.api.base import ApiModel, cel, validations
 from nemotron_operator.api.capacity import (
     CapacitySpec,
@@ -56,7 +57,16 @@ class NemotronDeploymentSpec(ApiModel):
         default_factory=CapacitySpec, description="Concurrency target, GPUs and parallelism."
     )
     replicas: int = Field(
-        default=1, ge=0, le=MAX_REPLICAS, description="Serving replicas (scale subresource)."
+        default=1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="Serving replicas (scale subresource). With spec.autoscaling the operator "
+        "sets it between minReplicas and maxReplicas.",
+    )
+    autoscaling: AutoscalingSpec | None = Field(
+        default=None,
+        description="Scale replicas from scraped vLLM load. Leave unset when an HPA or KEDA "
+        "drives the scale subresource.",
     )
     node_pool: NodePoolSpec = Field(
         default_factory=NodePoolSpec, description="How GPU nodes are provided."

@@ -11,7 +11,9 @@ from nemotron_operator.api.capacity import GpuProduct
 from nemotron_operator.api.plan import Plan
 
 Phase = Literal["Pending", "Infeasible", "WaitingForCapacity", "Deploying", "Ready", "Degraded"]
-ConditionType = Literal["Feasible", "CapacityAvailable", "Progressing", "Ready", "Degraded"]
+ConditionType = Literal[
+    "Feasible", "CapacityAvailable", "Progressing", "Ready", "Degraded", "PlanAccurate"
+]
 CamelReason = Annotated[
     str,
     StringConstraints(
@@ -19,6 +21,9 @@ CamelReason = Annotated[
     ),
 ]
 Timestamp = Annotated[str, StringConstraints(max_length=64)]
+PodName = Annotated[str, StringConstraints(max_length=253)]
+FigureName = Annotated[str, StringConstraints(max_length=32)]
+MAX_LISTED_PODS = 16
 
 
 class Condition(ApiModel):
@@ -61,9 +66,42 @@ class Throughput(ApiModel):
     mtp_acceptance_rate: float | None = Field(
         default=None, ge=0, le=1, description="Accepted / drafted MTP tokens."
     )
+    mtp_mean_accepted_length: float | None = Field(
+        default=None,
+        ge=1,
+        description="Tokens per MTP verification step: 1 + accepted tokens / drafts.",
+    )
     ttft_seconds_p50: float | None = Field(default=None, ge=0, description="TTFT median.")
     ttft_seconds_p95: float | None = Field(default=None, ge=0, description="TTFT 95th percentile.")
-    sampled_at: Timestamp | None = Field(default=None, description="When sampled (RFC 3339).")
+    sampled_at: Timestamp | None = Field(
+        default=None,
+        description="When these figures were measured (RFC 3339). Status is rewritten only when "
+        "a figure changes meaningfully; the operator's /metrics has every scrape.",
+    )
+    pods_sampled: int = Field(default=0, ge=0, description="Serving pods that answered.")
+    unresponsive_pods: Annotated[list[PodName], Field(max_length=MAX_LISTED_PODS)] = Field(
+        default_factory=list,
+        description="Ready serving pods whose /metrics did not answer (first few, sorted).",
+    )
+
+
+class PlanCheck(ApiModel):
+    """vLLM's own KV cache allocation (vllm:cache_config_info) compared with status.plan."""
+
+    kv_cache_blocks: int = Field(ge=0, description="num_gpu_blocks vLLM allocated.")
+    kv_cache_tokens: int = Field(ge=0, description="KV cache capacity vLLM reports, tokens.")
+    max_concurrency: float = Field(ge=0, description="Full-length sequences vLLM can hold.")
+    block_size_tokens: int = Field(ge=0, description="Block size vLLM chose, tokens.")
+    blocks_deviation: float = Field(description="Observed / planned blocks − 1 (−0.1 = 10 % less).")
+    tokens_deviation: float = Field(description="Observed / planned KV tokens − 1.")
+    concurrency_deviation: float = Field(description="Observed / planned max concurrency − 1.")
+    derived: Annotated[list[FigureName], Field(max_length=4)] = Field(
+        default_factory=list,
+        description="Figures vLLM did not publish, derived from num_gpu_blocks and the plan.",
+    )
+    pod: PodName = Field(description="The pod whose figures are shown (the furthest below plan).")
+    pods_checked: int = Field(ge=0, description="Pods whose cache config was read.")
+    checked_at: Timestamp = Field(description="When last compared (RFC 3339).")
 
 
 class NemotronDeploymentStatus(ApiModel):
@@ -91,3 +129,6 @@ class NemotronDeploymentStatus(ApiModel):
         default=None, description="In-cluster OpenAI base URL."
     )
     throughput: Throughput | None = Field(default=None, description="Serving throughput.")
+    plan_check: PlanCheck | None = Field(
+        default=None, description="The plan checked against what vLLM allocated."
+    )

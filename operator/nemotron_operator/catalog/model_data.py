@@ -11,6 +11,15 @@ from __future__ import annotations
 from nemotron_operator.api.model import Precision
 from nemotron_operator.catalog.models import ModelEntry, parts_from_config
 from nemotron_operator.catalog.params import Dims, VisionTower
+from nemotron_operator.catalog.ultra import (
+    ULTRA_CONTEXT,
+    ULTRA_DIMS,
+    ULTRA_MTP_LAYERS,
+    ULTRA_PATTERN,
+    ULTRA_SOURCES,
+    ULTRA_TRAINED_CONTEXT,
+    ULTRA_UNVERIFIED,
+)
 
 VOCAB = 131072  # every Nemotron-H / Nemotron 3 config (model-facts.md §1.3 "All")
 CONV_KERNEL = 4  # idem
@@ -150,6 +159,8 @@ def _entry(
     reasoning: bool = False,
     sources: tuple[str, ...] = (),
     notes: tuple[str, ...] = (),
+    unverified: tuple[str, ...] = (),
+    mtp_experts_quantized: bool = False,
 ) -> ModelEntry:
     mtp_pattern = "*E" if mtp_layers else ""
     return ModelEntry(
@@ -172,15 +183,33 @@ def _entry(
         parts=parts_from_config(dims, pattern, mtp_layers, mtp_pattern, vision),
         sources=(*sources, VL_REMOTE_CODE_SOURCE if vision else TEXT_REMOTE_CODE_SOURCE),
         notes=notes,
+        unverified=unverified,
+        mtp_experts_quantized=mtp_experts_quantized,
     )
 
 
 _SUPER_SRC = ("model-facts.md §1.1 (SLIME config [S], NMT architecture.md [P])",)
 _VL_SRC = (*_SUPER_SRC, "model-facts.md §1.2 (NeMo AutoModel docs [B], SLIME [S])")
 _NANO_SRC = ("model-facts.md §1.3 (Megatron-Bridge Nemotron3NanoProvider [P])",)
-_LIGHTNING_SRC = ("model-facts.md §1.3 (released config test fixture [S])",)
+_LIGHTNING_SRC = (
+    "model-facts.md §1.3 (released config test fixture [S]; ids: vllm-project/recipes [S])",
+)
 _H_SRC = ("model-facts.md §1.3 (Megatron-Bridge NemotronH providers [P])",)
-_UNVERIFIED_ID = "Hugging Face id follows NVIDIA's naming; not checked against the Hub"
+_UNVERIFIED_ID = (
+    "Hugging Face id follows NVIDIA's naming; no public source names it (model-facts.md §1.2)"
+)
+# The deployment guide this product grew from serves this id; public sources name only -BF16.
+_VL_BASE_UNVERIFIED = (
+    "Hugging Face id from the seed deployment guide; public sources name only the -BF16 (post-"
+    "trained) VL checkpoint, so the Base variant is assumed to share its architecture",
+)
+_MTP_NVFP4_UNVERIFIED = (
+    "MTP routed experts counted NVFP4: inferred from the released checkpoint sizes "
+    "(model-facts.md §3.1), not read from hf_quant_config.json"
+)
+_VL_CONTEXT_UNVERIFIED = (
+    "VL max_position_embeddings assumed equal to Super's 262144 (llm_config field not quoted)"
+)
 
 
 def _super(precision: Precision, variant: str = "Instruct") -> ModelEntry:
@@ -197,14 +226,22 @@ def _super(precision: Precision, variant: str = "Instruct") -> ModelEntry:
         mtp_layers=1,  # num_nextn_predict_layers 1, mtp_hybrid_override_pattern "*E" [S]
         reasoning=variant == "Instruct",
         sources=_SUPER_SRC,
+        mtp_experts_quantized=precision == "NVFP4",
+        unverified=(_MTP_NVFP4_UNVERIFIED,) if precision == "NVFP4" else (),
     )
 
 
-def _super_vl(precision: Precision) -> ModelEntry:
+def _super_vl(precision: Precision, variant: str = "Instruct") -> ModelEntry:
+    base = "-Base" if variant == "Base" else ""
+    unverified: tuple[str, ...] = (_VL_CONTEXT_UNVERIFIED,)
+    if precision != "BF16":
+        unverified += (_UNVERIFIED_ID,)
+    if variant == "Base":
+        unverified += _VL_BASE_UNVERIFIED
     return _entry(
-        f"nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-{precision}",
+        f"nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B{base}-{precision}",
         "Nemotron 3.5 Super VL 120B-A12B",
-        "Instruct",
+        variant,
         precision,
         dims=SUPER_DIMS,
         pattern=SUPER_PATTERN,
@@ -212,9 +249,28 @@ def _super_vl(precision: Precision) -> ModelEntry:
         trained_context=SUPER_TRAINED_CONTEXT,
         mtp_layers=1,
         vision=RADIO_H,
-        reasoning=True,
+        reasoning=variant == "Instruct",
         sources=_VL_SRC,
-        notes=() if precision == "BF16" else (_UNVERIFIED_ID,),
+        unverified=unverified,
+        mtp_experts_quantized=precision == "NVFP4",
+    )
+
+
+def _ultra(precision: Precision, variant: str = "Instruct") -> ModelEntry:
+    base = "-Base" if variant == "Base" else ""
+    return _entry(
+        f"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B{base}-{precision}",
+        "Nemotron 3 Ultra 550B-A55B",
+        variant,
+        precision,
+        dims=ULTRA_DIMS,
+        pattern=ULTRA_PATTERN,
+        context=ULTRA_CONTEXT,
+        trained_context=ULTRA_TRAINED_CONTEXT,
+        mtp_layers=ULTRA_MTP_LAYERS,
+        reasoning=variant == "Instruct",
+        sources=ULTRA_SOURCES,
+        unverified=ULTRA_UNVERIFIED,
     )
 
 
@@ -230,6 +286,23 @@ def _nano3(precision: Precision, variant: str = "Instruct") -> ModelEntry:
         context=262144,  # [P] Megatron-Bridge provider / [S] fixtures
         reasoning=variant == "Instruct",
         sources=_NANO_SRC,
+    )
+
+
+def _lightning(precision: Precision) -> ModelEntry:
+    return _entry(
+        f"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-{precision}",
+        "Nemotron 3.5 Lightning 30B-A3B",
+        "Instruct",
+        precision,
+        dims=NANO3_DIMS,
+        pattern=NANO3_PATTERN,
+        context=1048576,  # max_position_embeddings of the released config [S]
+        mtp_layers=1,  # mtp pattern "attention,moe" [S]
+        reasoning=True,
+        sources=_LIGHTNING_SRC,
+        mtp_experts_quantized=precision == "NVFP4",
+        unverified=(_MTP_NVFP4_UNVERIFIED,) if precision == "NVFP4" else (),
     )
 
 
@@ -275,6 +348,7 @@ def _nano9b(variant: str) -> ModelEntry:
 
 MODELS: tuple[ModelEntry, ...] = (
     _super_vl("BF16"),
+    _super_vl("BF16", variant="Base"),
     _super_vl("FP8"),
     _super_vl("NVFP4"),
     _super("BF16"),
@@ -284,19 +358,11 @@ MODELS: tuple[ModelEntry, ...] = (
     _nano3("BF16"),
     _nano3("FP8"),
     _nano3("BF16", variant="Base"),
-    _entry(
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
-        "Nemotron 3.5 Lightning 30B-A3B",
-        "Instruct",
-        "NVFP4",
-        dims=NANO3_DIMS,
-        pattern=NANO3_PATTERN,
-        context=1048576,  # max_position_embeddings of the released config [S]
-        mtp_layers=1,  # mtp pattern "attention,moe" [S]
-        reasoning=True,
-        sources=_LIGHTNING_SRC,
-        notes=(_UNVERIFIED_ID,),
-    ),
+    _lightning("NVFP4"),
+    _lightning("BF16"),
+    _ultra("BF16"),
+    _ultra("NVFP4"),
+    _ultra("BF16", variant="Base"),
     _nemotron_h("8B", H8B_DIMS, H8B_PATTERN, "Base", 8192),
     _nemotron_h("8B", H8B_DIMS, H8B_PATTERN, "Reasoning", 131072),
     _nemotron_h("47B", H47B_DIMS, H47B_PATTERN, "Base", 8192),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from nemotron_operator.api.model import Precision
 from nemotron_operator.catalog import params
 from nemotron_operator.catalog.params import Dims, Part, VisionTower
-from nemotron_operator.catalog.precision import part_bytes
+from nemotron_operator.catalog.precision import BF16_HALF_BITS, half_bits
 
 if TYPE_CHECKING:
     from nemotron_operator.api.model import ArchitectureSpec
@@ -66,6 +66,12 @@ class ModelEntry:
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     in_catalog: bool = True
+    # Catalog facts no primary or several-repository source confirms; ``plan`` prints them.
+    unverified: tuple[str, ...] = ()
+    # The MTP head's routed experts follow the checkpoint's recipe instead of staying BF16: what
+    # the released Super and Lightning NVFP4 sizes imply (model-facts.md §3.1 [D]); Ultra's
+    # Table 12 keeps the whole MTP head BF16 [P].
+    mtp_experts_quantized: bool = False
 
     # The architecture fields, readable directly on the entry.
     @property
@@ -157,8 +163,21 @@ class ModelEntry:
             vision=params.total(self.part(VISION)),
         )
 
+    def half_bits(self, part_name: str, category: str) -> int:
+        """Half-bits per parameter of one category of one part in this checkpoint."""
+        if part_name in BF16_PARTS:
+            quantized = (
+                part_name == MTP
+                and self.mtp_experts_quantized
+                and category == params.ROUTED_EXPERTS
+            )
+            if not quantized:
+                return BF16_HALF_BITS
+        return half_bits(self.precision, category)
+
     def part_bytes(self, name: str) -> int:
-        return part_bytes(self.part(name), self.precision, keep_bf16=name in BF16_PARTS)
+        total_half_bits = sum(n * self.half_bits(name, c) for c, n in self.part(name))
+        return -(-total_half_bits // 16)
 
     def weights_bytes(self) -> int:
         """Total checkpoint bytes (main model, MTP head, vision tower): sizes the weight cache."""

@@ -58,6 +58,12 @@ def register(subparsers: SubParsers) -> None:
         "--kv-cache-dtype", choices=("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2")
     )
     parser.add_argument(
+        "--max-num-seqs",
+        type=int,
+        metavar="N",
+        help="sequences vLLM runs at once (hybrid models need at most one per Mamba cache block)",
+    )
+    parser.add_argument(
         "--gpu-inventory",
         metavar="NODES",
         help="plan on the GPUs of these Node objects (kubectl get nodes -o yaml|json)",
@@ -117,6 +123,8 @@ def _apply_flags(spec: dict[str, Any], args: argparse.Namespace) -> None:
         engine["maxModelLen"] = args.max_model_len
     if args.kv_cache_dtype is not None:
         engine["kvCacheDtype"] = args.kv_cache_dtype
+    if args.max_num_seqs is not None:
+        engine["maxNumSeqs"] = args.max_num_seqs
     if args.min_concurrency is not None:
         capacity["minConcurrency"] = args.min_concurrency
     if args.gpu:

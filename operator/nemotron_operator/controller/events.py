@@ -19,26 +19,20 @@ _WARNING = {
     ("Feasible", "False"),
     ("CapacityAvailable", "False"),
     ("Degraded", "True"),
+    ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
 }
 _COMPONENT = "nemotron-operator"
+
+
+# Ready=False for these reasons is progress, not trouble: a Normal Event.
+_PROGRESS = frozenset({"LoadingModel", "WaitingForPods", "RolloutInProgress", "NotPlanned"})
 
 
 def event_type(condition: Condition) -> str:
     if (condition.type, condition.status) in _WARNING:
         return "Warning"
-    if (
-        condition.type == "Ready"
-        and condition.status == "False"
-        and condition.reason
-        in (
-            "SecretNotFound",
-            "CrashLoop",
-            "ImagePullBackOff",
-            "InvalidPodConfig",
-            "Unschedulable",
-        )
-    ):
-        return "Warning"
+    if condition.type == "Ready" and condition.status == "False":
+        return "Normal" if condition.reason in _PROGRESS else "Warning"
     return "Normal"
 
 

@@ -52,6 +52,7 @@ class LeaseGuard:
         self.duration = max(1.0, duration)
         self.leader = asyncio.Event()
         self.holder: str | None = None
+        self._renewed_at = -1e9  # event-loop time of the last successful take or renewal
 
     def _spec(self, now: datetime, previous: dict[str, Any] | None) -> dict[str, Any]:
         spec = dict(previous or {})
@@ -95,11 +96,24 @@ class LeaseGuard:
         """Hold the Lease until cancelled; ``leader`` is set while held."""
         interval = self.duration / 3
         last_success = 0.0
+        reported: str | None = None  # the holder last logged, so a standby logs once
         loop = asyncio.get_running_loop()
         while True:
             try:
                 held = await self.try_acquire()
-                last_success = loop.time()
+                now = loop.time()
+                if held and self.leader.is_set() and now - self._renewed_at > self.duration:
+                    logger.warning(
+                        "Lease %s/%s renewed %.1f s after the previous renewal (duration %.0f s):"
+                        " the event loop or the API server was slow; not acting meanwhile",
+                        self._namespace,
+                        self._name,
+                        now - self._renewed_at,
+                        self.duration,
+                    )
+                last_success = now
+                if held:
+                    self._renewed_at = now
             except ApiError as exc:
                 held = self.leader.is_set() and loop.time() - last_success < self.duration * 2 / 3
                 logger.warning("Lease %s/%s: %s", self._namespace, self._name, exc)
@@ -109,14 +123,21 @@ class LeaseGuard:
             elif not held and self.leader.is_set():
                 logger.warning("lost Lease %s/%s to %s", self._namespace, self._name, self.holder)
                 self.leader.clear()
-            elif not held:
+            elif not held and self.holder != reported:
                 logger.info(
                     "standing by: Lease %s/%s is held by %s",
                     self._namespace,
                     self._name,
                     self.holder,
                 )
+            reported = None if held else self.holder
             await asyncio.sleep(interval)
+
+    def valid(self) -> bool:
+        """Held and renewed within the Lease's duration. A holder whose renewals stalled (a
+        blocked event loop, a slow API server) stops acting before a standby may take over."""
+        loop = asyncio.get_running_loop()
+        return self.leader.is_set() and loop.time() - self._renewed_at < self.duration
 
     async def release(self) -> None:
         if not self.leader.is_set():

@@ -20,21 +20,30 @@ class WorkQueue:
         self._due: dict[Key, float] = {}
         self._processing: set[Key] = set()
         self._changed = asyncio.Event()
+        self._not_before: dict[Key, float] = {}
         self.attempts: dict[Key, int] = {}
 
     def __len__(self) -> int:
         return len(self._due)
 
     def add(self, key: Key, delay: float = 0.0) -> None:
-        when = time.monotonic() + max(0.0, delay)
+        when = max(time.monotonic() + max(0.0, delay), self._not_before.get(key, 0.0))
         current = self._due.get(key)
         if current is None or when < current:
             self._due[key] = when
             self._changed.set()
 
+    def retry(self, key: Key, delay: float) -> None:
+        """Re-queue after a failure, and let nothing (a child's event, the resync) bring the key
+        back sooner: a 429's Retry-After is a floor, and a struggling server gets its pause."""
+        self._not_before[key] = time.monotonic() + max(0.0, delay)
+        self._due.pop(key, None)
+        self.add(key, delay)
+
     def forget(self, key: Key) -> None:
-        """Drop pending retries' attempt count (after a success)."""
+        """After a success: reset the attempt count and the retry floor."""
         self.attempts.pop(key, None)
+        self._not_before.pop(key, None)
 
     async def get(self) -> Key:
         while True:

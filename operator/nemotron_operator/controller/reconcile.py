@@ -9,6 +9,8 @@ re-queue with a delay; an invalid or infeasible spec is not an error but a statu
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
@@ -23,8 +25,9 @@ from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller import children
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
+from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
@@ -66,6 +69,8 @@ class Outcome:
     status: NemotronDeploymentStatus | None = None
     plan_result: PlanResult | None = None
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
+    created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
+    backoff: float | None = None  # re-queue no sooner than this (a refused apply)
 
 
 def _now() -> datetime:
@@ -100,6 +105,26 @@ def _previous_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
         return None
 
 
+def _key(raw: dict[str, Any]) -> tuple[str, str]:
+    return raw["metadata"]["namespace"], raw["metadata"]["name"]
+
+
+def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch turning ``old`` into ``new``: a key no longer set is sent as null, at
+    every depth (a merge patch merges nested objects, so e.g. a throughput figure that became
+    None would otherwise linger)."""
+    body: dict[str, Any] = {}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            body[key] = _merge_patch(before, value)
+        else:
+            body[key] = value
+    for key in old:
+        body.setdefault(key, None)
+    return body
+
+
 class Reconciler:
     def __init__(self, kube: KubeClient, config: OperatorConfig) -> None:
         self.kube = kube
@@ -107,6 +132,7 @@ class Reconciler:
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
         self._served: frozenset[Resource] | None = None
         self._served_at = -1e9
+        self.observability: Observability | None = None  # set by the runtime
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
@@ -165,20 +191,40 @@ class Reconciler:
                 )
                 spec = deployment.spec.model_copy(update={"engine": engine})
                 deployment = deployment.model_copy(update={"spec": spec})
-            result, desired, problem = self._plan(deployment, inventory)
+            # Planning and rendering are pure CPU work (tens of milliseconds, more for large
+            # searches): off the event loop, so watches, renewals and probes keep their pace.
+            result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
         served = await self.served()
         live = await children.read_live(
             self.kube, namespace, names, uid=metadata["uid"], served=served
         )
-        outcome = Outcome("ok" if problem is None else "infeasible", plan_result=result)
+        outcome = Outcome(
+            "ok" if problem is None else "infeasible",
+            plan_result=result,
+            created=metadata.get("creationTimestamp"),
+        )
+        apply_error: str | None = None
         karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
         if result is not None:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
-            synced = await children.sync(self.kube, desired, live, served=served)
-            outcome.applied, outcome.deleted = synced.applied, synced.deleted
-            if not wants_pool and not live.of(NODE_POOLS):
+            try:
+                synced = await children.sync(self.kube, desired, live, served=served)
+                outcome.applied, outcome.deleted = synced.applied, synced.deleted
+            except ApiError as exc:
+                if exc.action is not Action.REPORT:
+                    raise
+                # The server refuses what we rendered (an immutable field, an admission
+                # policy): say so in status and try again later, not in a tight loop.
+                apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
+                outcome.backoff = self.config.retry_max_seconds
+            pools_left = [
+                p
+                for p in live.of(NODE_POOLS)
+                if f"NodePool/{p['metadata']['name']}" not in outcome.deleted
+            ]
+            if not wants_pool and not pools_left:
                 await self._drop_finalizer(raw)
         pods = await self.kube.list(
             PODS,
@@ -221,9 +267,48 @@ class Reconciler:
             karpenter=karpenter,
             node_pool=node_pool,
             observation=observation,
+            apply_error=apply_error,
         )
-        await self._write_status(raw, inputs, outcome)
+        # The metrics scraper's part (throughput, planCheck, PlanAccurate, autoscaler capacity).
+        await self._write_status(
+            raw, self._with_observed(raw, deployment, result, pods, inputs), outcome
+        )
         return outcome
+
+    def _with_observed(
+        self,
+        raw: dict[str, Any],
+        deployment: NemotronDeployment | None,
+        result: PlanResult | None,
+        pods: list[dict[str, Any]],
+        inputs: StatusInputs,
+    ) -> StatusInputs:
+        """What the metrics scraper contributes to status (controller.observability)."""
+        if self.observability is None:
+            return inputs
+        fit = None
+        if inputs.capacity is not None and result is not None and not inputs.karpenter:
+            fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)
+        observation = inputs.observation
+        parts = self.observability.seen(
+            raw,
+            deployment,
+            result.plan if result is not None else None,
+            pods,
+            ready_replicas=observation.ready_replicas if observation is not None else 0,
+            replicas_that_fit=fit,
+            previous=_previous_status(raw),
+        )
+        accurate = parts.plan_accurate
+        return dataclasses.replace(
+            inputs,
+            throughput=parts.throughput,
+            plan_check=parts.plan_check,
+            plan_accurate=None
+            if accurate is None
+            else (accurate.status, accurate.reason, accurate.message),
+            autoscale_capacity_problem=parts.capacity_problem,
+        )
 
     async def _write_status(
         self, raw: dict[str, Any], inputs: StatusInputs, outcome: Outcome
@@ -236,9 +321,10 @@ class Reconciler:
         old_wire = previous.to_wire() if previous is not None else None
         if new_wire == old_wire:
             return
-        body: dict[str, Any] = dict(new_wire)
-        for key in raw.get("status") or {}:
-            body.setdefault(key, None)  # merge patch: a key we no longer set is removed
+        old = old_wire or {}
+        changed = sorted(k for k in {*new_wire, *old} if new_wire.get(k) != old.get(k))
+        logger.debug("%s/%s: status changes in %s", *_key(raw), changed)
+        body = _merge_patch(raw.get("status") or {}, new_wire)
         metadata = raw["metadata"]
         patch = {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "status": body}
         await self.kube.patch(
@@ -252,45 +338,39 @@ class Reconciler:
         before = list(previous.conditions) if previous is not None else []
         await post_events(self.kube, raw, before, flipped(before, status.conditions), moment)
 
-    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
+    async def _patch_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
+        """Set ``metadata.finalizers`` if the object is still the version read: a JSON patch
+        whose ``test`` fails (422) means someone wrote first, which is a conflict (re-read and
+        retry soon), not a bad request."""
         metadata = raw["metadata"]
-        current = list(metadata.get("finalizers") or [])
-        if FINALIZER in current:
-            return
         ops: list[dict[str, Any]] = [
             {
                 "op": "test",
                 "path": "/metadata/resourceVersion",
                 "value": metadata["resourceVersion"],
             },
-            {"op": "add", "path": "/metadata/finalizers", "value": [*current, FINALIZER]},
+            {"op": "add", "path": "/metadata/finalizers", "value": value},
         ]
-        updated = await self.kube.patch(
-            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
-        )
+        try:
+            updated = await self.kube.patch(
+                NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
+            )
+        except ApiError as exc:
+            if exc.status == 422:
+                raise ApiError(409, "Conflict", exc.message, exc.method, exc.url) from exc
+            raise
         raw["metadata"] = updated.get("metadata", metadata)
 
+    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
+        current = list(raw["metadata"].get("finalizers") or [])
+        if FINALIZER not in current:
+            await self._patch_finalizers(raw, [*current, FINALIZER])
+
     async def _drop_finalizer(self, raw: dict[str, Any]) -> bool:
-        metadata = raw["metadata"]
-        current = list(metadata.get("finalizers") or [])
+        current = list(raw["metadata"].get("finalizers") or [])
         if FINALIZER not in current:
             return False
-        ops = [
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": metadata["resourceVersion"],
-            },
-            {
-                "op": "replace",
-                "path": "/metadata/finalizers",
-                "value": [f for f in current if f != FINALIZER],
-            },
-        ]
-        updated = await self.kube.patch(
-            NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
-        )
-        raw["metadata"] = updated.get("metadata", metadata)
+        await self._patch_finalizers(raw, [f for f in current if f != FINALIZER])
         return True
 
     async def _finalize(self, raw: dict[str, Any]) -> Outcome:

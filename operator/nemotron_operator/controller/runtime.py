@@ -16,15 +16,19 @@ import time
 from collections.abc import Callable
 
 import kopf
+from prometheus_client import REGISTRY
 
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
+from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.reconcile import Outcome, Reconciler
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
+from nemotron_operator.telemetry import OperatorMetrics
+from nemotron_operator.telemetry.watches import count_watch_restarts
 
 logger = logging.getLogger("nemotron_operator")
 
@@ -39,6 +43,11 @@ class Controller:
         self.kube = kube
         self.queue = WorkQueue()
         self.reconciler = Reconciler(kube, config)
+        self.metrics = OperatorMetrics(REGISTRY)
+        self.observability = Observability(kube, config, self.queue, self.metrics)
+        self.reconciler.observability = self.observability
+        kube.on_response = self.metrics.api_request
+        count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
             stale_after=config.liveness_stale_after, expected_watchers=len(WATCHED) * namespaces
@@ -55,7 +64,7 @@ class Controller:
 
     @property
     def leading(self) -> bool:
-        return self.lease is None or self.lease.leader.is_set()
+        return self.lease is None or self.lease.valid()
 
     async def _wait_leading(self) -> None:
         if self.lease is not None:
@@ -76,7 +85,12 @@ class Controller:
                     for key in found:
                         self.queue.add(key)
             except ApiError as exc:
-                logger.warning("resync: cannot list NemotronDeployments: %s", exc)
+                hint = " (is the CRD installed? kubectl apply --server-side -f crds/)"
+                logger.warning(
+                    "resync: cannot list NemotronDeployments: %s%s",
+                    exc,
+                    hint if exc.status == 404 else "",
+                )
             await asyncio.sleep(self.config.resync_seconds)
 
     async def worker(self) -> None:
@@ -94,17 +108,31 @@ class Controller:
                 self._log(key, outcome)
                 if outcome.retry_after is not None:
                     self.queue.add(key, outcome.retry_after)
+                if outcome.backoff is not None:  # child events must not bring it back sooner
+                    self.queue.retry(key, outcome.backoff)
             except ApiError as exc:
                 self._retry(key, exc)
             except Exception:
                 logger.exception("reconcile of %s/%s failed unexpectedly", *key)
                 attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
-                self.queue.add(key, min(self.config.retry_max_seconds, 2.0**attempt))
+                self.queue.retry(key, min(self.config.retry_max_seconds, 2.0**attempt))
             finally:
                 self.queue.done(key)
                 elapsed = time.monotonic() - started
+                self._observe(key, outcome, elapsed)
                 for observer in observers:
                     observer(key, outcome, elapsed)
+
+    def _observe(self, key: Key, outcome: Outcome | None, elapsed: float) -> None:
+        """The operator's reconcile metrics, and the deployment's readiness and plan series
+        (removed once it is gone)."""
+        self.metrics.reconcile_finished(outcome.result if outcome else "error", elapsed)
+        if outcome is None:
+            return
+        if outcome.result in ("gone", "finalized"):
+            self.observability.forget(key)
+        else:
+            self.observability.reconciled(key, outcome.status, outcome.created)
 
     def _retry(self, key: Key, exc: ApiError) -> None:
         if exc.action is Action.GONE:
@@ -124,7 +152,7 @@ class Controller:
             delay = max(delay, exc.retry_after)
         self.inventory_invalidate()
         logger.warning("%s/%s: %s; retrying in %.1f s (attempt %d)", *key, exc, delay, attempt)
-        self.queue.add(key, delay)
+        self.queue.retry(key, delay)
 
     def inventory_invalidate(self) -> None:
         self.reconciler.inventory.invalidate()
@@ -188,6 +216,7 @@ async def run_operator(config: OperatorConfig) -> int:
         ]
         if controller.lease is not None:
             tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
+        tasks.append(asyncio.create_task(controller.observability.run(), name="observability"))
         logger.info(
             "nemotron-operator running: namespaces %s, resync every %.0f s, %s",
             ",".join(config.namespaces) or "all",

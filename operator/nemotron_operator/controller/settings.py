@@ -39,6 +39,12 @@ class OperatorConfig:
     watch_error_backoffs: tuple[float, ...] = (1, 2, 4, 8, 15, 30, 30, 30, 30, 30)
     kubeconfig: str | None = None
     allow_remote_code: bool = False
+    # The metrics scraper (docs/observability.md): every serving pod's /metrics this often
+    # (0: off), a timeout per pod, pods scraped at once, and the plan check's shortfall threshold.
+    scrape_seconds: float = 30.0
+    scrape_timeout_seconds: float = 2.0
+    scrape_concurrency: int = 16
+    plan_shortfall_threshold: float = 0.05
     # Unique per process: two local processes share a host name, and a restarted process must
     # not mistake the Lease its predecessor held for its own.
     identity: str = field(
@@ -95,6 +101,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "giving up (default 1,2,4,8,15,30,30,30,30,30: about 3 minutes)",
     )
     add("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, else in-cluster)")
+    add("--scrape-seconds", type=float, help="scrape serving pods' /metrics this often (30; 0 off)")
+    add("--scrape-timeout-seconds", type=float, help="timeout of one pod's scrape (default 2)")
+    add("--scrape-concurrency", type=int, help="pods scraped at once (default 16)")
+    add(
+        "--plan-shortfall-threshold",
+        type=float,
+        help="PlanAccurate=False when vLLM allocates more than this fraction less KV cache than "
+        "planned (default 0.05)",
+    )
     add(
         "--allow-remote-code",
         action="store_const",
@@ -124,10 +139,13 @@ def config_from_args(
         "retry-base-seconds",
         "retry-max-seconds",
         "liveness-stale-seconds",
+        "scrape-seconds",
+        "scrape-timeout-seconds",
+        "plan-shortfall-threshold",
     ):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = float(raw)
-    for name in ("health-port", "metrics-port", "workers"):
+    for name in ("health-port", "metrics-port", "workers", "scrape-concurrency"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = int(raw)
     for name in ("bind-address", "default-image", "lease-name", "kubeconfig"):
@@ -154,6 +172,12 @@ def _check(config: OperatorConfig) -> None:
         raise ValueError("--resync-seconds must be > 0")
     if config.workers < 1:
         raise ValueError("--workers must be ≥ 1")
+    if config.scrape_seconds < 0 or config.scrape_timeout_seconds <= 0:
+        raise ValueError("--scrape-seconds must be ≥ 0 and --scrape-timeout-seconds > 0")
+    if config.scrape_concurrency < 1:
+        raise ValueError("--scrape-concurrency must be ≥ 1")
+    if not 0 < config.plan_shortfall_threshold < 1:
+        raise ValueError("--plan-shortfall-threshold must be between 0 and 1, e.g. 0.05")
     if config.log_format not in ("plain", "json"):
         raise ValueError("--log-format must be plain or json")
     if not config.watch_error_backoffs:

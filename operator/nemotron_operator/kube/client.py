@@ -10,6 +10,7 @@ logged (a pod template names Secrets; Events and logs must not carry more than t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -31,6 +32,8 @@ class KubeClient:
         self._session: aiohttp.ClientSession | None = None
         self.requests = 0  # for metrics and tests
         self.writes = 0
+        # Called with (method, HTTP status) after every answer: the API request metrics.
+        self.on_response: Callable[[str, int], None] | None = None
 
     async def __aenter__(self) -> KubeClient:
         connector = aiohttp.TCPConnector(ssl=self._connection.ssl_context(), limit=16)
@@ -69,6 +72,8 @@ class KubeClient:
                 method, self._connection.server + url, params=params, data=data, headers=headers
             ) as response:
                 text = await response.text()
+                if self.on_response is not None:
+                    self.on_response(method, response.status)
                 if response.status >= 400:
                     raise _error(method, url, response.status, text, response.headers)
                 return json.loads(text) if text else {}

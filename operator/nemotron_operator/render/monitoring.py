@@ -12,9 +12,9 @@ POD_MONITOR_API_VERSION = "monitoring.coreos.com/v1"
 
 
 def build_pod_monitor(deployment: NemotronDeployment, names: Names) -> dict[str, Any] | None:
-    """None unless ``spec.monitoring.serviceMonitor.enabled``. A PodMonitor rather than a
+    """None unless ``spec.monitoring.podMonitor.enabled``. A PodMonitor rather than a
     ServiceMonitor: it scrapes every leader pod directly, without a metrics Service."""
-    monitor = deployment.spec.monitoring.service_monitor
+    monitor = deployment.spec.monitoring.pod_monitor
     if not monitor.enabled:
         return None
     return {

@@ -72,6 +72,17 @@ def _requirements(deployment: NemotronDeployment, plan: Plan) -> list[dict[str, 
     return requirements
 
 
+def _pool_nodes(deployment: NemotronDeployment, plan: Plan) -> int:
+    autoscaling = deployment.spec.autoscaling
+    if autoscaling is None or autoscaling.max_replicas <= plan.replicas:
+        return plan.nodes
+    replicas = autoscaling.max_replicas
+    if plan.gpus_per_replica <= plan.gpus_per_node:
+        per_node = plan.gpus_per_node // plan.gpus_per_replica
+        return -(-replicas // per_node)
+    return replicas * plan.nodes_per_replica
+
+
 def build_node_pool(
     deployment: NemotronDeployment, plan: Plan, names: Names
 ) -> dict[str, Any] | None:
@@ -98,8 +109,9 @@ def build_node_pool(
                     "taints": [{"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}],
                 },
             },
-            # Enough nodes for every planned replica, no more.
-            "limits": {GPU_RESOURCE: str(plan.nodes * plan.gpus_per_node)},
+            # Enough nodes for every planned replica, no more; with spec.autoscaling, for
+            # maxReplicas, so that scaling out is not stopped by the pool's own limit.
+            "limits": {GPU_RESOURCE: str(_pool_nodes(deployment, plan) * plan.gpus_per_node)},
             # Only empty nodes are consolidated: moving a serving pod costs a reload of its
             # weights.
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},

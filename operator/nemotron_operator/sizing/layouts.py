@@ -86,10 +86,11 @@ def structural_problem(model: ModelEntry, gpu: GpuProduct, layout: Layout) -> st
 def _structural_problems(model: ModelEntry, gpu: GpuProduct, layout: Layout) -> Iterator[str]:
     t, p = layout.tensor_parallel, layout.pipeline_parallel
     dims = model.dims
-    if t > gpu.gpus_per_node:
+    per_node = gpu.gpus_per_node
+    if t > per_node and t % per_node:
         yield (
-            f"TP {t} needs {t} GPUs in one node but {gpu.name} nodes have {gpu.gpus_per_node}; "
-            "tensor parallelism stays inside a node (use pipeline parallelism across nodes)"
+            f"TP {t} needs {t} GPUs but {gpu.name} nodes have {per_node}: a tensor-parallel "
+            f"group spans whole nodes (a multiple of {per_node}) or stays inside one"
         )
     if model.num_attention_heads % t:
         yield f"TP {t} does not divide the {model.num_attention_heads} attention heads"
@@ -114,7 +115,9 @@ def _structural_problems(model: ModelEntry, gpu: GpuProduct, layout: Layout) -> 
     if p > model.num_hidden_layers:
         yield f"PP {p} exceeds the {model.num_hidden_layers} layers"
     gpus = t * p
-    nodes = -(-gpus // gpu.gpus_per_node)
+    nodes = -(-gpus // per_node)
+    if t > per_node:
+        return  # each TP group fills whole nodes (checked above), so no group is split
     if nodes > 1 and (gpus % nodes or (gpus // nodes) % t):
         yield (
             f"{gpus} GPUs on {nodes} nodes of {gpu.gpus_per_node} would split a TP {t} group "

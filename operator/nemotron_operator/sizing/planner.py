@@ -150,6 +150,16 @@ def memory_problem(memory: LayoutMemory, min_concurrency: int) -> str | None:
             f"one {length}-token request needs {gib(memory.bytes_per_sequence)} GiB per GPU but "
             f"the KV pool is {gib(b.kv_pool_bytes)} GiB (vLLM would refuse to start)"
         )
+    blocks = memory.num_blocks
+    if memory.mamba_slots and memory.binding.mamba_layers and memory.max_num_seqs > blocks:
+        # vLLM >= 0.19 (PR #38270, gpu_model_runner): with FULL decode CUDA graphs each running
+        # sequence needs one Mamba cache block, and the engine raises at startup when
+        # max_num_seqs > kv_cache_config.num_blocks (model-facts.md §2.5).
+        return (
+            f"vLLM would refuse to start: maxNumSeqs {memory.max_num_seqs} exceeds the {blocks} "
+            f"Mamba cache blocks of the pool (one per running sequence); set "
+            f"spec.engine.maxNumSeqs to at most {blocks}"
+        )
     if concurrency < min_concurrency:
         return (
             f"holds {concurrency:.2f} full-length ({length}-token) requests, below "

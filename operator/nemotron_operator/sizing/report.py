@@ -8,7 +8,7 @@ from dataclasses import replace
 from nemotron_operator.api.plan import Plan, RejectedLayout
 from nemotron_operator.catalog.gpus import GIB
 from nemotron_operator.sizing.memory import evaluate
-from nemotron_operator.sizing.result import PlanResult
+from nemotron_operator.sizing.result import UNVERIFIED_PREFIX, PlanResult
 
 SWEEP_LENGTHS = (32768, 131072, 262144, 1048576)
 
@@ -202,6 +202,18 @@ def sweep(result: PlanResult) -> list[str]:
     ]
 
 
+def unverified(result: PlanResult) -> list[str]:
+    """The catalog facts about this model that no primary source confirms (docs/model-facts.md),
+    so a reader knows which numbers of the plan rest on them."""
+    facts = result.model.unverified
+    if not facts:
+        return []
+    return [
+        f"Unverified catalog facts about {result.model.hf_id}:",
+        *[f"  - {fact}" for fact in facts],
+    ]
+
+
 def full_report(
     result: PlanResult, *, min_concurrency: int, products: bool, with_sweep: bool
 ) -> list[str]:
@@ -211,8 +223,10 @@ def full_report(
     sections += [chosen(result.plan), memory_breakdown(result), cache_arithmetic(result)]
     if with_sweep:
         sections.append(sweep(result))
-    if result.plan.notes:
-        sections.append(["Notes:", *[f"  - {n}" for n in result.plan.notes]])
+    notes = [n for n in result.plan.notes if not n.startswith(UNVERIFIED_PREFIX)]
+    if notes:
+        sections.append(["Notes:", *[f"  - {n}" for n in notes]])
+    sections.append(unverified(result))
     sections.append(rejected(result.plan))
     lines: list[str] = []
     for section in sections:

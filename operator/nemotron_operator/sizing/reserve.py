@@ -5,7 +5,8 @@ cudagraph_estimate``, where ``non_kv`` is weights + non-torch growth (NCCL, cuBL
 torch peak of a dummy forward of ``max_num_batched_tokens``, a dummy sampler pass
 (``max_num_seqs`` × vocab logits) and, for multimodal models, one vision-encoder pass. There is no
 fixed percentage; these components estimate each measured term from the shapes. The constants
-marked [E] are our estimates, to be calibrated against the "Available KV cache memory" log line.
+marked [E] are our estimates; those marked [F] are fitted to vLLM's own startup logs (the
+calibration table in docs/sizing.md §9 and tests/unit/sizing/test_calibration.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from nemotron_operator.catalog.models import ModelEntry
 ACTIVATION_DTYPE_BYTES = 2  # bfloat16 activations
 LOGITS_BYTES_PER_ELEMENT = 8  # fp32 logits plus one fp32 working copy (probabilities) [E]
 MAMBA_CHUNK_SIZE = 128  # chunk_size of every Nemotron-H config (model-facts.md §1.1) [S]
-CUDA_GRAPHS_BYTES = 1024 * MIB  # captured graphs' private pool [E]; vLLM measures it
+# Captured graphs' private pool. vLLM logs 0.44 GiB (Lightning, v0.27.1) and 0.48 GiB (Nano-3
+# architecture, v0.20.1) for single-GPU 30B-A3B layouts [F]; older releases logged 0.58-1.00 GiB.
+CUDA_GRAPHS_BYTES = 512 * MIB
+# The profile run's torch peak exceeds the modelled activations + sampler logits by 0.41 GiB in
+# both logs that print it (Lightning on GB10: 2.23 GiB logged vs 1.82 modelled; the 30B-A3B on an
+# RTX 5090: 4.33 GiB measured vs 3.91 with non-torch) [F]: allocator rounding and workspaces.
+PROFILE_BASE_BYTES = 410 * MIB
 NON_TORCH_BYTES = 512 * MIB  # cuBLAS/cuDNN workspaces and allocator slack [E]
 NCCL_BYTES = 768 * MIB  # NCCL channels and custom all-reduce buffers when ranks > 1 [E]
 VIT_LIVE_TENSORS = 8  # ViT activations alive at once during the encoder pass [E]
@@ -97,6 +104,7 @@ def reserve_components(model: ModelEntry, inputs: ReserveInputs) -> tuple[tuple[
         parts.append(("samplerLogits", rows * model.vocab_size * LOGITS_BYTES_PER_ELEMENT))
     if inputs.first_stage and model.vision:
         parts.append(("visionEncoder", vision_encoder_bytes(model, inputs.max_num_batched_tokens)))
+    parts.append(("profileBase", PROFILE_BASE_BYTES))
     parts.append(("cudaGraphs", CUDA_GRAPHS_BYTES))
     parts.append(("nonTorch", NON_TORCH_BYTES))
     if inputs.world_size > 1:

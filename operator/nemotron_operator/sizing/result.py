@@ -84,6 +84,11 @@ def rank_rejected(
     return out[:MAX_REJECTED], max(0, len(out) - MAX_REJECTED)
 
 
+# status.plan.notes carries the model's unverified catalog facts with this prefix; the plan table
+# prints them in a section of their own.
+UNVERIFIED_PREFIX = "unverified catalog fact: "
+
+
 def notes_for(
     model: ModelEntry, gpu: GpuProduct, memory: LayoutMemory, settings: EngineSettings
 ) -> list[str]:
@@ -111,6 +116,7 @@ def notes_for(
             f"schedules at most maxNumSeqs={memory.max_num_seqs} at once"
         )
     notes.extend(model.notes)
+    notes.extend(f"{UNVERIFIED_PREFIX}{fact}" for fact in model.unverified)
     return [n[:512] for n in notes[:MAX_NOTES]]
 
 

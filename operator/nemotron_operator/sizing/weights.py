@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 from nemotron_operator.catalog import params
 from nemotron_operator.catalog.models import (
-    BF16_PARTS,
     EMBEDDING,
     FINAL_NORM,
     LM_HEAD,
@@ -28,7 +27,6 @@ from nemotron_operator.catalog.models import (
     VISION,
     ModelEntry,
 )
-from nemotron_operator.catalog.precision import BF16_HALF_BITS, half_bits
 from nemotron_operator.sizing.cache import cdiv, kv_heads_per_rank
 
 _REPLICATED = frozenset({params.ROUTER, params.MOE_LATENT, params.NORMS, params.VISION})
@@ -65,12 +63,10 @@ def rank_part_bytes(
     model: ModelEntry, part_name: str, tensor_parallel: int, expert_parallel: bool
 ) -> int:
     """Bytes of one part (one layer of a kind, or a non-layer part) on one TP rank."""
-    keep_bf16 = part_name in BF16_PARTS
     total_half_bits = 0
     for category, count in model.part(part_name):
         on_rank = _rank_count(model, category, count, tensor_parallel, expert_parallel)
-        bits = BF16_HALF_BITS if keep_bf16 else half_bits(model.precision, category)
-        total_half_bits += on_rank * bits
+        total_half_bits += on_rank * model.half_bits(part_name, category)
     return cdiv(total_half_bits, 16)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
+from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.status import observe as o
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
@@ -20,6 +22,7 @@ ROLLOUT_COMPLETE = "RolloutComplete"
 ALL_REPLICAS_READY = "AllReplicasReady"
 AS_EXPECTED = "AsExpected"
 REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
+APPLY_REJECTED = "ApplyRejected"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ class StatusInputs:
     karpenter: bool = False
     node_pool: NodePoolStatus | None = None
     observation: o.Observation | None = None
+    apply_error: str | None = None  # the API server refused a rendered child: its message
+    # From the metrics scraper (controller.observability); None keeps what status has.
+    throughput: Throughput | None = None
+    plan_check: PlanCheck | None = None
+    plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
+    autoscale_capacity_problem: str | None = None
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -75,6 +84,10 @@ def _unplanned(inputs: StatusInputs, cond: ConditionFactory) -> tuple[list[Condi
 
 def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condition:
     capacity = inputs.capacity
+    if inputs.autoscale_capacity_problem is not None:
+        return cond(
+            "CapacityAvailable", "False", INSUFFICIENT_GPUS, inputs.autoscale_capacity_problem
+        )
     if capacity is None:
         return cond("CapacityAvailable", "Unknown", NOT_PLANNED, "GPU inventory not read")
     if capacity.available or ready >= inputs.replicas:
@@ -83,17 +96,30 @@ def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condi
     return cond("CapacityAvailable", "False", reason, capacity.message)
 
 
+def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: Any) -> str:
+    if degraded.status == "True":
+        return "Degraded"
+    if all_ready:
+        return "Ready"
+    if capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
+        return "WaitingForCapacity"
+    return "Deploying"
+
+
 def _planned(
     inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
 ) -> tuple[list[Condition], str]:
     blocker = inputs.observation.blocker if inputs.observation is not None else None
+    if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
+        blocker = o.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
+    stuck = blocker is not None and (blocker.reason in o.STUCK or blocker.reason == APPLY_REJECTED)
     all_ready = ready >= inputs.replicas
     serving = f"{ready}/{inputs.replicas} replica(s) ready"
     capacity = _capacity(inputs, ready, cond)
     if blocker is None:
         progressing = cond("Progressing", "False", ROLLOUT_COMPLETE, "up to date")
     else:
-        moving = "False" if blocker.reason in o.STUCK else "True"
+        moving = "False" if stuck else "True"
         progressing = cond("Progressing", moving, blocker.reason, blocker.message)
     if all_ready:
         ready_condition = cond("Ready", "True", ALL_REPLICAS_READY, serving)
@@ -101,22 +127,15 @@ def _planned(
         why = blocker or o.Blocker(o.WAITING_FOR_PODS, serving)
         ready_condition = cond("Ready", "False", why.reason, f"{serving}: {why.message}")
     rolling = blocker is not None and blocker.reason == o.ROLLOUT_IN_PROGRESS
-    if blocker is not None and blocker.reason in o.STUCK:
+    if stuck and blocker is not None:
         degraded = cond("Degraded", "True", blocker.reason, blocker.message)
     elif 0 < ready < inputs.replicas and not rolling:
         degraded = cond("Degraded", "True", REPLICAS_UNAVAILABLE, serving)
     else:
         degraded = cond("Degraded", "False", AS_EXPECTED, serving)
-    if degraded.status == "True":
-        phase = "Degraded"
-    elif all_ready:
-        phase = "Ready"
-    elif capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
-        phase = "WaitingForCapacity"
-    else:
-        phase = "Deploying"
     feasible = cond("Feasible", "True", PLANNED, _plan_summary(plan))
-    return [feasible, capacity, progressing, ready_condition, degraded], phase
+    conditions = [feasible, capacity, progressing, ready_condition, degraded]
+    return conditions, _phase(degraded, all_ready, capacity, blocker)
 
 
 def compute_status(
@@ -135,6 +154,8 @@ def compute_status(
         conditions, phase = _unplanned(inputs, cond)
     else:
         conditions, phase = _planned(inputs, inputs.plan, ready, cond)
+    if inputs.plan_accurate is not None and inputs.plan is not None:
+        conditions.append(cond("PlanAccurate", *inputs.plan_accurate))
     computed = {c.type for c in conditions}
     keep_others = [c for c in before if c.type not in computed]
     return NemotronDeploymentStatus.model_validate(
@@ -149,6 +170,9 @@ def compute_status(
             "ready": f"{ready}/{inputs.replicas}",
             "selector": inputs.selector,
             "endpoint": inputs.endpoint if inputs.plan is not None else None,
-            "throughput": previous.throughput if previous is not None else None,
+            "throughput": inputs.throughput
+            or (previous.throughput if previous is not None else None),
+            "planCheck": inputs.plan_check
+            or (previous.plan_check if previous is not None else None),
         }
     )

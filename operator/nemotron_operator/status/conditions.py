@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from nemotron_operator.api import Condition
 
 # The order conditions are listed in status (new types go at the end).
-ORDER: tuple[str, ...] = ("Feasible", "CapacityAvailable", "Progressing", "Ready", "Degraded")
+ORDER: tuple[str, ...] = (
+    "Feasible",
+    "CapacityAvailable",
+    "Progressing",
+    "Ready",
+    "Degraded",
+    "PlanAccurate",
+)
 
 
 def transition(

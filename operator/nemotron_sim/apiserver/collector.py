@@ -1,5 +1,6 @@
 """The garbage collector and the cascades of the store: owner references (Background,
-Foreground, Orphan), namespace termination, and a deleted CRD taking its objects along.
+Foreground, Orphan), namespace termination, a deleted CRD taking its objects along, and how a
+delete marks an object (finalizers, a pod's grace period) instead of removing it.
 
 Collection is synchronous: a dependent goes in the same call that removes its last owner, where
 kube-controller-manager would take a moment. A mixin of :class:`Store`, split out for size.
@@ -49,6 +50,41 @@ class GarbageCollection:
         def _remove(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]: ...
 
         def _current(self, info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]: ...
+
+    def _mark_or_remove(
+        self,
+        info: ResourceInfo,
+        old: dict[str, Any],
+        finalizers: list[str],
+        grace: int | None,
+    ) -> dict[str, Any]:
+        md = meta(old)
+        if grace:
+            return self._delete_gracefully(info, old, finalizers, grace)
+        if not finalizers:
+            return self._remove(info, old)
+        if md.get("deletionTimestamp"):
+            return old
+        marked = lifecycle.mark_deleted(old, finalizers)
+        stored = self._commit(info, marked, old)
+        if "foregroundDeletion" in finalizers:
+            for ref in list(self._dependents.get(md["uid"], ())):
+                self._delete_ref(ref)
+            self._finish_foreground(md["uid"])
+        return self._current(info, stored)
+
+    def _delete_gracefully(
+        self,
+        info: ResourceInfo,
+        old: dict[str, Any],
+        finalizers: list[str],
+        grace: int,
+    ) -> dict[str, Any]:
+        current = meta(old).get("deletionGracePeriodSeconds")
+        if meta(old).get("deletionTimestamp") and (current is None or current <= grace):
+            return old  # already terminating; a shorter grace period would cut it short
+        marked = lifecycle.mark_deleted(old, finalizers, grace_seconds=grace)
+        return self._current(info, self._commit(info, marked, old))
 
     def _index_owners(
         self, ref: Ref, old: dict[str, Any] | None, new: dict[str, Any] | None

@@ -6,6 +6,7 @@ from typing import Any
 
 _REASONS = {
     400: "BadRequest",
+    401: "Unauthorized",
     403: "Forbidden",
     404: "NotFound",
     405: "MethodNotAllowed",

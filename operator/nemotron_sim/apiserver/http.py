@@ -9,14 +9,17 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_sim.apiserver import admission, discovery, openapi, tables
+from nemotron_sim.apiserver import admission, discovery, openapi, podlogs, tables
+from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
-from nemotron_sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import RequestCounts, sim_endpoint
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.apiserver.tokens import ADMIN
 from nemotron_sim.apiserver.watch import Watches
 from nemotron_sim.apiserver.wire import (
     APPLY,
@@ -101,10 +104,14 @@ def _wants_table(request: web.Request) -> bool:
 class ApiHandler:
     """Answers every request: faults first, then discovery, then resources."""
 
-    def __init__(self, store: Store, faults: FaultInjector, watches: Watches) -> None:
-        self.store, self.faults, self.watches = store, faults, watches
+    def __init__(
+        self, store: Store, faults: FaultInjector, watches: Watches, reviews: Reviews, gate: Gate
+    ) -> None:
+        self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
+        self.gate = gate
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
         self.counts = RequestCounts()
+        self.logs: podlogs.LogSource | None = None  # the kubelet's log files, for pods/log
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path.startswith("/_sim/"):
@@ -143,16 +150,27 @@ class ApiHandler:
     async def _route(
         self, request: web.Request, is_watch: bool, fault: Fault | None
     ) -> web.StreamResponse:
+        request[USER] = self.gate.admit(request)  # 401/403 before anything is read or served
         path = request.path.rstrip("/") or "/"
         static = self._static(path)
         if static is not None:
             return static
         if path.startswith("/openapi/"):
-            doc = openapi.document(self.store.resources, path, request.query.get("hash"))
+            doc = openapi.document(
+                self.store.resources,
+                path,
+                request.query.get("hash"),
+                lambda name: self.store.peek(CRD_KEY, None, name),
+            )
             if doc is None:
                 raise _no_such_path(path)
             return json_response(doc)
         target = resolve(self.store, path)
+        if is_review(target.info, target.subresource):
+            user = request.get(USER, ADMIN)
+            return await self.reviews.answer(
+                request, target.info, target.namespace, target.name, user
+            )
         if request.method == "GET":
             return await self._get(request, target, is_watch, fault)
         verbs = {"POST": self._post, "PUT": self._put, "PATCH": self._patch, "DELETE": self._delete}
@@ -202,6 +220,8 @@ class ApiHandler:
             raise NotFoundError(info.key.plural, info.key.group, target.name)
         if target.subresource == "scale":
             return json_response(scale_of(info, obj))
+        if target.subresource == "log" and info.key == ResourceKey("", "v1", "pods"):
+            return await podlogs.serve(request, obj, self.logs)
         if target.subresource not in (None, "status"):
             raise _no_such_path(request.path)
         return self._object(request, info, obj)
@@ -302,6 +322,7 @@ class ApiHandler:
         if options.get("orphanDependents") is True or query.get("orphanDependents") == "true":
             policy = "Orphan"
         is_dry_run = dry_run(request) or "All" in (options.get("dryRun") or [])
+        grace = options.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
         names = (
             [target.name]
             if target.name is not None
@@ -324,6 +345,7 @@ class ApiHandler:
                 propagation=policy,
                 preconditions=options.get("preconditions"),
                 dry_run=is_dry_run,
+                grace_period=None if grace is None else int(grace),
             )
             if obj is None and target.name is not None:
                 raise NotFoundError(info.key.plural, info.key.group, name)

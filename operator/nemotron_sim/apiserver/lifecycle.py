@@ -3,6 +3,7 @@ which fields the server owns, when ``generation`` moves, and how deletion is mar
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError, InvalidError, bad_request
@@ -28,6 +29,13 @@ SERVER_METADATA = (
 _LABEL_NAMED = frozenset({"namespaces", "services"})  # names that must be DNS labels
 
 
+def _path_segment_problem(name: str) -> str | None:
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    bad = [c for c in ("/", "%") if c in name]
+    return f"may not contain '{bad[0]}'" if bad else None
+
+
 def prepare_create(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
     """Check and normalise a new object; assign uid, creationTimestamp and generation."""
     if not isinstance(obj, dict):
@@ -38,9 +46,12 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         if not md.get("generateName"):
             raise _invalid(info, "", "metadata.name", "Required value: name or generateName")
         md["name"] = generated_name(md["generateName"])
-    problem = name_problem(str(md["name"]), label=info.key.plural in _LABEL_NAMED)
+    if info.key.group == "rbac.authorization.k8s.io":  # path segments: "system:basic-user"
+        problem = _path_segment_problem(str(md["name"]))
+    else:
+        problem = name_problem(str(md["name"]), label=info.key.plural in _LABEL_NAMED)
     if problem:
-        raise _invalid(info, str(md["name"]), "metadata.name", f"InvalidError value: {problem}")
+        raise _invalid(info, str(md["name"]), "metadata.name", f"Invalid value: {problem}")
     if info.namespaced:
         if not md.get("namespace"):
             raise bad_request(f"metadata.namespace is required for a namespaced {info.kind}")
@@ -56,7 +67,7 @@ def prepare_create(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
         new.setdefault("spec", {"finalizers": ["kubernetes"]})
     elif info.key.plural == "pods" and not info.key.group:
         new["status"] = {"phase": "Pending"}
-    return new
+    return _secret_data(info, new)
 
 
 def prepare_update(
@@ -96,7 +107,9 @@ def prepare_update(
                 "Forbidden: no new finalizers can be added if the object is being deleted, "
                 f"found new finalizers {sorted(added)}",
             )
-    result = {**new, "apiVersion": info.key.api_version, "kind": info.kind, "metadata": md}
+    result = _secret_data(
+        info, {**new, "apiVersion": info.key.api_version, "kind": info.kind, "metadata": md}
+    )
     if info.status:
         if "status" in old:
             result["status"] = old["status"]
@@ -127,15 +140,32 @@ def same_content(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return old == {**new, "metadata": {**meta(new), "resourceVersion": rv}}
 
 
-def mark_deleted(obj: dict[str, Any], finalizers: list[str]) -> dict[str, Any]:
+def mark_deleted(
+    obj: dict[str, Any], finalizers: list[str], *, grace_seconds: int = 0
+) -> dict[str, Any]:
+    """Terminating: ``deletionTimestamp`` is when the grace period ends, as for pods."""
     md = {
         **meta(obj),
-        "deletionTimestamp": now_rfc3339(),
-        "deletionGracePeriodSeconds": 0,
+        "deletionTimestamp": now_rfc3339(grace_seconds),
+        "deletionGracePeriodSeconds": grace_seconds,
         "finalizers": finalizers,
         "generation": meta(obj).get("generation", 1) + 1,
     }
     return {**obj, "metadata": md}
+
+
+def _secret_data(info: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+    """A Secret's write-only ``stringData`` is merged into ``data`` (base64), as the API does."""
+    if (
+        info.key.plural != "secrets"
+        or info.key.group
+        or not isinstance(obj.get("stringData"), dict)
+    ):
+        return obj
+    encoded = {k: base64.b64encode(str(v).encode()).decode() for k, v in obj["stringData"].items()}
+    out = {k: v for k, v in obj.items() if k != "stringData"}
+    out["data"] = {**(obj.get("data") or {}), **encoded}
+    return out
 
 
 def _check_type(info: ResourceInfo, obj: dict[str, Any]) -> None:

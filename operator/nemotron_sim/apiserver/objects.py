@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -13,8 +13,8 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # as k8s.io/apimachinery utilrand
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_rfc3339(later_seconds: float = 0) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=later_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_uid() -> str:

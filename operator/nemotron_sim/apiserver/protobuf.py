@@ -1,5 +1,6 @@
 """Decoding the protobuf bodies kubectl's typed commands send (``kubectl create namespace``,
-``create configmap``, ``create secret``, ``create serviceaccount``).
+``create configmap``, ``create secret``, ``create serviceaccount``, ``create token``, ``auth
+can-i``, ``auth whoami``).
 
 Only these kinds are understood, from their field numbers in k8s.io/api ``generated.proto``;
 any other protobuf body is answered with 415 and a hint to use ``kubectl apply -f``. Fields the
@@ -14,7 +15,7 @@ from typing import Any
 from nemotron_sim.apiserver.errors import ApiError
 
 MAGIC = b"k8s\x00"
-# field number → (JSON name, how to decode): str, bytes, bool, map, bmap (map to bytes),
+# field number → (JSON name, how to decode): str, int, bool, map, bmap (map to bytes),
 # list (repeated string), or the name of a message below (repeated messages get "[]" appended).
 Schema = dict[int, tuple[str, str]]
 _MESSAGES: dict[str, Schema] = {
@@ -56,8 +57,53 @@ _MESSAGES: dict[str, Schema] = {
         4: ("automountServiceAccountToken", "bool"),
     },
     "LocalObjectReference": {1: ("name", "str")},
+    "TokenRequest": {1: ("metadata", "ObjectMeta"), 2: ("spec", "TokenRequestSpec")},
+    "TokenRequestSpec": {
+        1: ("audiences", "list"),
+        3: ("boundObjectRef", "BoundObjectReference"),
+        4: ("expirationSeconds", "int"),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "str"),
+        2: ("apiVersion", "str"),
+        3: ("name", "str"),
+        4: ("uid", "str"),
+    },
+    "SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectAccessReviewSpec"),
+    },
+    "SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "ResourceAttributes"),
+        2: ("nonResourceAttributes", "NonResourceAttributes"),
+    },
+    "ResourceAttributes": {
+        1: ("namespace", "str"),
+        2: ("verb", "str"),
+        3: ("group", "str"),
+        4: ("version", "str"),
+        5: ("resource", "str"),
+        6: ("subresource", "str"),
+        7: ("name", "str"),
+    },
+    "NonResourceAttributes": {1: ("path", "str"), 2: ("verb", "str")},
+    "SelfSubjectRulesReview": {
+        1: ("metadata", "ObjectMeta"),
+        2: ("spec", "SelfSubjectRulesReviewSpec"),
+    },
+    "SelfSubjectRulesReviewSpec": {1: ("namespace", "str")},
+    "SelfSubjectReview": {1: ("metadata", "ObjectMeta")},
 }
-_KINDS = ("Namespace", "ConfigMap", "Secret", "ServiceAccount")
+_KINDS = {
+    "Namespace": "v1",
+    "ConfigMap": "v1",
+    "Secret": "v1",
+    "ServiceAccount": "v1",
+    "TokenRequest": "authentication.k8s.io/v1",
+    "SelfSubjectReview": "authentication.k8s.io/v1",
+    "SelfSubjectAccessReview": "authorization.k8s.io/v1",
+    "SelfSubjectRulesReview": "authorization.k8s.io/v1",
+}
 
 
 def _unsupported(what: str) -> ApiError:
@@ -111,6 +157,10 @@ def _decode(data: bytes, message: str) -> dict[str, Any]:
         name, kind = schema[number]
         if kind == "bool":
             out[name] = bool(value)
+        elif kind == "int":
+            if not isinstance(value, int):
+                raise _unsupported(f"{message}.{name} is not a varint")
+            out[name] = value
         elif not isinstance(value, bytes):
             raise _unsupported(f"{message}.{name} is not length-delimited")
         elif kind == "str":
@@ -141,6 +191,6 @@ def decode_object(body: bytes) -> dict[str, Any]:
         raise _unsupported("malformed envelope")
     meta = {n: v.decode() for n, v in _fields(type_meta) if isinstance(v, bytes)}
     api_version, kind = meta.get(1, ""), meta.get(2, "")
-    if kind not in _KINDS or api_version != "v1":
+    if _KINDS.get(kind) != api_version:
         raise _unsupported(f"{api_version}/{kind}")
     return {"apiVersion": api_version, "kind": kind, **_decode(raw, kind)}

@@ -57,6 +57,7 @@ class ResourceInfo:
     storage: bool = True
     verbs: tuple[str, ...] = VERBS
     extra_subresources: tuple[str, ...] = ()
+    read_subresources: tuple[str, ...] = ()  # GET only, e.g. pods/log
 
     @property
     def singular(self) -> str:
@@ -87,7 +88,13 @@ class ResourceInfo:
             scale = self._sub("scale", "Scale", sub_verbs)
             scale["group"], scale["version"] = "autoscaling", "v1"
             entries.append(scale)
-        entries.extend(self._sub(name, self.kind, ["create"]) for name in self.extra_subresources)
+        for name in self.extra_subresources:
+            sub = self._sub(name, self.kind, ["create"])
+            group, version, sub["kind"] = _SUBRESOURCE_KINDS.get(name, ("", "", self.kind))
+            if group:
+                sub["group"], sub["version"] = group, version
+            entries.append(sub)
+        entries.extend(self._sub(name, self.kind, ["get"]) for name in self.read_subresources)
         return entries
 
     def _sub(self, name: str, kind: str, verbs: list[str]) -> dict[str, Any]:
@@ -98,6 +105,15 @@ class ResourceInfo:
             "kind": kind,
             "verbs": verbs,
         }
+
+
+# Create-only subresources whose body is another group's kind, as kube-apiserver lists them.
+_SUBRESOURCE_KINDS = {
+    "eviction": ("policy", "v1", "Eviction"),
+    "binding": ("", "v1", "Binding"),
+    "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+}
+CREATE_ONLY = ("create",)
 
 
 def _r(
@@ -111,7 +127,7 @@ _ALL = ("all",)
 BUILTIN: tuple[ResourceInfo, ...] = (
     _r("v1", "namespaces", "Namespace", cluster=True, short_names=("ns",), status=True),
     _r("v1", "pods", "Pod", short_names=("po",), categories=_ALL, status=True,
-       extra_subresources=("eviction", "binding")),
+       extra_subresources=("eviction", "binding"), read_subresources=("log",)),
     _r("v1", "services", "Service", short_names=("svc",), categories=_ALL, status=True),
     _r("v1", "configmaps", "ConfigMap", short_names=("cm",)),
     _r("v1", "secrets", "Secret"),
@@ -122,7 +138,8 @@ BUILTIN: tuple[ResourceInfo, ...] = (
        status=True),
     _r("v1", "persistentvolumes", "PersistentVolume", cluster=True, short_names=("pv",),
        status=True),
-    _r("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _r("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",),
+       extra_subresources=("token",)),
     _r("v1", "resourcequotas", "ResourceQuota", short_names=("quota",), status=True),
     _r("v1", "limitranges", "LimitRange", short_names=("limits",)),
     _r("apps/v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL,
@@ -151,6 +168,19 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     _r("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", cluster=True),
     _r("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding",
        cluster=True),
+    # Reviews: answered at once (nemotron_sim.apiserver.reviews), never stored.
+    _r("authentication.k8s.io/v1", "tokenreviews", "TokenReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+       cluster=True, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
+       cluster=True, verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "subjectaccessreviews", "SubjectAccessReview", cluster=True,
+       verbs=CREATE_ONLY),
+    _r("authorization.k8s.io/v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
+       verbs=CREATE_ONLY),
     _r("storage.k8s.io/v1", "storageclasses", "StorageClass", cluster=True,
        short_names=("sc",)),
     _r("scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", cluster=True,

@@ -14,13 +14,24 @@ from typing import Any, TypeVar
 import yaml
 from aiohttp import web
 
+from nemotron_sim.apiserver import tls as tls_module
 from nemotron_sim.apiserver.admission import crd_admission
+from nemotron_sim.apiserver.authn import Gate
+from nemotron_sim.apiserver.authz import RbacAuthorizer
+from nemotron_sim.apiserver.bootstrap_rbac import (
+    CLUSTER_ROLE_BINDING_OBJECTS,
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLE_OBJECTS,
+    CLUSTER_ROLES,
+)
 from nemotron_sim.apiserver.discovery import SIM_VERSION
 from nemotron_sim.apiserver.faults import FaultInjector
 from nemotron_sim.apiserver.http import ApiHandler
 from nemotron_sim.apiserver.preinstalled import PREINSTALLED_CRDS
 from nemotron_sim.apiserver.resources import CRD_KEY
+from nemotron_sim.apiserver.reviews import Reviews
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.apiserver.tokens import TokenAuthority
 from nemotron_sim.apiserver.watch import Watches
 
 log = logging.getLogger(__name__)
@@ -32,7 +43,13 @@ class SimApiServer:
     """A Kubernetes API stand-in (a simulation) for kubectl, kopf and the Python client.
 
     ``async with SimApiServer() as api:`` serves on ``api.url``; ``api.store`` is the same world
-    in-process; ``api.faults`` injects failures; ``api.kubeconfig(path)`` writes a kubeconfig.
+    in-process; ``api.faults`` injects failures; ``api.tokens`` issues ServiceAccount tokens
+    (:mod:`.tokens`); ``api.kubeconfig(path)`` writes a kubeconfig.
+
+    It listens twice: ``url`` (plain HTTP, as before) and ``secure_url`` (HTTPS with a
+    self-signed certificate, :mod:`.tls`), since kubectl sends tokens only over HTTPS. Both serve
+    the same API with the same rules; the kubeconfigs point at ``secure_url``. ``tls=False`` (or
+    no ``openssl`` command on the machine) serves HTTP only.
     """
 
     def __init__(
@@ -42,21 +59,39 @@ class SimApiServer:
         *,
         validate_crs: bool = True,
         preinstall_crds: bool = True,
+        bootstrap_rbac: bool = True,
         bookmark_interval: float = 10.0,
         history_size: int = 20_000,
+        tls: bool = True,
+        secure_port: int = 0,
     ) -> None:
-        self.host, self.port = host, port
+        self.host, self.port, self.secure_port = host, port, secure_port
+        self.certificate = tls_module.certificate(host) if tls and tls_module.available() else None
         self.store = Store(history_size=history_size)
         if validate_crs:
             self.store.admission = crd_admission(self.store)
         if preinstall_crds:
             for crd in PREINSTALLED_CRDS:
                 self.store.create(CRD_KEY, crd)
+        if bootstrap_rbac:
+            for role in CLUSTER_ROLE_OBJECTS:
+                self.store.create(CLUSTER_ROLES, role)
+            for binding in CLUSTER_ROLE_BINDING_OBJECTS:
+                self.store.create(CLUSTER_ROLE_BINDINGS, binding)
         self.faults = FaultInjector()
         self.watches = Watches(self.store, bookmark_interval)
         self.faults.on_outage = lambda: self.watches.stop_all(abort=True)
-        self.handler = ApiHandler(self.store, self.faults, self.watches)
+        self.tokens = TokenAuthority(self.store)
+        self.authorizer = RbacAuthorizer(self.store)
+        self.handler = ApiHandler(
+            self.store,
+            self.faults,
+            self.watches,
+            Reviews(self.store, self.tokens, self.authorizer),
+            Gate(self.tokens, self.authorizer),
+        )
         self.url = ""
+        self.secure_url = ""
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -67,17 +102,18 @@ class SimApiServer:
             app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        await site.start()
         self._runner = runner
-        server = site._server
-        sockets = getattr(server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.port
+        self.port = await _listen(web.TCPSite(runner, self.host, self.port))
         self.url = f"http://{self.host}:{self.port}"
+        if self.certificate is not None:
+            context = self.certificate.server_context()
+            secure = web.TCPSite(runner, self.host, self.secure_port, ssl_context=context)
+            self.secure_port = await _listen(secure)
+            self.secure_url = f"https://{self.host}:{self.secure_port}"
         log.warning(
             "SIMULATED Kubernetes API server %s listening on %s (a simulation, not a cluster)",
             SIM_VERSION,
-            self.url,
+            " and ".join(u for u in (self.url, self.secure_url) if u),
         )
 
     async def stop(self) -> None:
@@ -98,20 +134,50 @@ class SimApiServer:
     ) -> None:
         await self.stop()
 
-    def kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
-        """Write a kubeconfig (no credentials: the stand-in has no authentication)."""
+    def kubeconfig(
+        self, path: str | Path, *, namespace: str = "default", token: str | None = None
+    ) -> Path:
+        """Write a kubeconfig: without ``token`` it is the all-powerful admin's; with a token from
+        :attr:`tokens` it authenticates as that ServiceAccount."""
         if not self.url:
             raise RuntimeError("start the server before writing its kubeconfig")
-        return write_kubeconfig(path, self.url, namespace=namespace)
+        token = token or self.tokens.admin_token
+        if self.certificate is None:
+            return write_kubeconfig(path, self.url, namespace=namespace, token=token)
+        return write_kubeconfig(
+            path,
+            self.secure_url,
+            namespace=namespace,
+            token=token,
+            certificate_authority_data=self.certificate.authority_data,
+        )
 
 
-def write_kubeconfig(path: str | Path, url: str, *, namespace: str = "default") -> Path:
+async def _listen(site: web.TCPSite) -> int:
+    await site.start()
+    sockets = getattr(site._server, "sockets", None) or []
+    return int(sockets[0].getsockname()[1]) if sockets else 0
+
+
+def write_kubeconfig(
+    path: str | Path,
+    url: str,
+    *,
+    namespace: str = "default",
+    token: str | None = None,
+    certificate_authority_data: str | None = None,
+) -> Path:
+    """A kubeconfig for ``url``; over HTTP kubectl would not send ``token`` (client-go sends
+    credentials over HTTPS only)."""
     name = "nemotron-sim"
+    cluster: dict[str, Any] = {"server": url}
+    if certificate_authority_data:
+        cluster["certificate-authority-data"] = certificate_authority_data
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": url}}],
-        "users": [{"name": name, "user": {}}],
+        "clusters": [{"name": name, "cluster": cluster}],
+        "users": [{"name": name, "user": {} if token is None else {"token": token}}],
         "contexts": [
             {"name": name, "context": {"cluster": name, "user": name, "namespace": namespace}}
         ],

@@ -45,7 +45,11 @@ from nemotron_sim.apiserver.selectors import (
 # (resource, proposed object, stored object or None) → the object to store (defaulted)
 Admission = Callable[[ResourceInfo, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
 
-__all__ = ["DEFAULT_NAMESPACES", "Admission", "Store", "WatchEvent"]
+# (resource, stored object, requested gracePeriodSeconds) → seconds to keep it terminating
+# (> 0: marked with deletionTimestamp until someone deletes it with grace 0), or None: at once.
+DeletionGrace = Callable[[ResourceInfo, dict[str, Any], int | None], int | None]
+
+__all__ = ["DEFAULT_NAMESPACES", "Admission", "DeletionGrace", "Store", "WatchEvent"]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -57,6 +61,7 @@ class Store(GarbageCollection):
     resources: Registry = field(default_factory=Registry.builtin)
     history_size: int = 20_000  # like etcd compaction: older watches get 410 and relist
     admission: Admission | None = None
+    deletion_grace: DeletionGrace | None = None  # graceful pod deletion (the kubelet's)
     _objects: dict[Bucket, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     _uids: dict[str, Ref] = field(default_factory=dict)
     _dependents: dict[str, set[Ref]] = field(default_factory=dict)
@@ -256,8 +261,13 @@ class Store(GarbageCollection):
         propagation: str | None = None,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        grace_period: int | None = None,
     ) -> dict[str, Any] | None:
         """Delete now, or mark with ``deletionTimestamp`` while finalizers remain.
+
+        With ``deletion_grace`` set, an object it gives a grace period (a pod whose processes
+        run) is only marked, with ``deletionGracePeriodSeconds``, until a delete with
+        ``grace_period=0`` (the kubelet's, once they stopped) removes it.
 
         Returns ``None`` when there is no such object. Dependents (by ``ownerReferences``) are
         deleted when their last owner is gone (Background), before the owner (Foreground), or
@@ -285,17 +295,10 @@ class Store(GarbageCollection):
             finalizers.append("foregroundDeletion")
         if key == NAMESPACE_KEY:
             return copy_obj(self._delete_namespace(info, old))
-        if not finalizers:
-            return copy_obj(self._remove(info, old))
-        if md.get("deletionTimestamp"):
-            return copy_obj(old)
-        marked = lifecycle.mark_deleted(old, finalizers)
-        stored = self._commit(info, marked, old)
-        if "foregroundDeletion" in finalizers:
-            for ref in list(self._dependents.get(md["uid"], ())):
-                self._delete_ref(ref)
-            self._finish_foreground(md["uid"])
-        return copy_obj(self._current(info, stored))
+        grace = None
+        if self.deletion_grace is not None and grace_period != 0:
+            grace = self.deletion_grace(info, old, grace_period)
+        return copy_obj(self._mark_or_remove(info, old, finalizers, grace))
 
     # --- watch ------------------------------------------------------------------------------
 
@@ -359,7 +362,11 @@ class Store(GarbageCollection):
         self._check_new_owners(ref, old, new)
         if info.key == CRD_KEY:
             self.resources.register_crd(new)
-        if md.get("deletionTimestamp") and not md.get("finalizers"):
+        if (
+            md.get("deletionTimestamp")
+            and not md.get("finalizers")
+            and not md.get("deletionGracePeriodSeconds")
+        ):
             self._remove(info, new)
         return new
 

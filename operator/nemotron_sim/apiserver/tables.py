@@ -131,6 +131,10 @@ def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return list((obj.get("status") or {}).get("conditions") or [])
 
 
+def _count(obj: dict[str, Any], name: str) -> int:
+    return int((obj.get("status") or {}).get(name) or 0)
+
+
 def _replicas(obj: dict[str, Any]) -> str:
     ready = (obj.get("status") or {}).get("readyReplicas") or 0
     return f"{ready}/{(obj.get('spec') or {}).get('replicas', 1)}"
@@ -185,7 +189,17 @@ _BUILTIN: dict[tuple[str, str], tuple[list[dict[str, Any]], Cells]] = {
         _pdb_cells,
     ),
     ("apps", "statefulsets"): ([_col("Ready"), _col("Age")], lambda o: [_replicas(o), _age(o)]),
-    ("apps", "deployments"): ([_col("Ready"), _col("Age")], lambda o: [_replicas(o), _age(o)]),
+    ("apps", "deployments"): (
+        [_col("Ready"), _col("Up-to-date", "integer"), _col("Available", "integer"), _col("Age")],
+        lambda o: [_replicas(o), _count(o, "updatedReplicas"), _count(o, "availableReplicas"),
+                   _age(o)],
+    ),
+    ("apps", "replicasets"): (
+        [_col("Desired", "integer"), _col("Current", "integer"), _col("Ready", "integer"),
+         _col("Age")],
+        lambda o: [(o.get("spec") or {}).get("replicas", 1), _count(o, "replicas"),
+                   _count(o, "readyReplicas"), _age(o)],
+    ),
 }  # fmt: skip
 
 

@@ -8,7 +8,9 @@ and asks again.
 
 from __future__ import annotations
 
+import errno
 import secrets
+import socket
 
 POD_OCTETS = range(100, 200)  # 127.100-199.x.y: pod IPs
 SERVICE_OCTETS = range(200, 250)  # 127.200-249.x.y: Service ClusterIPs
@@ -58,3 +60,17 @@ class LoopbackPool:
 
     def in_use(self) -> int:
         return len(self._in_use)
+
+
+def can_bind(address: str, port: int) -> bool:
+    """Whether ``address:port`` is free on this machine (another simulated cluster, a test run
+    and a demo at once, may hold the same loopback address)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((address, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return False
+            raise
+    return True

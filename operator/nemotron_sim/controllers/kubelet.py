@@ -14,22 +14,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 import shlex
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.store import Store, WatchEvent
-from nemotron_sim.controllers.ipam import LoopbackPool
-from nemotron_sim.controllers.kinds import PODS, SECRETS
+from nemotron_sim.controllers.images import ImagePrograms
+from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
+from nemotron_sim.controllers.kinds import NODES, PODS, SECRETS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
-from nemotron_sim.controllers.podenv import expanded_argv, missing_secret
+from nemotron_sim.controllers.podenv import container_env, expanded_argv, missing_secret
+from nemotron_sim.controllers.podfiles import ApiAccess
+from nemotron_sim.controllers.probes import resolve_port
+from nemotron_sim.controllers.process_pods import PodTokenSource, ProcessPods
+from nemotron_sim.controllers.process_runner import RunnerSettings
 from nemotron_sim.controllers.runtime import (
     EventRecorder,
     involved,
@@ -37,6 +41,7 @@ from nemotron_sim.controllers.runtime import (
     now_rfc3339,
 )
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.vllm.kv_cache import parse_bias
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -51,6 +56,26 @@ class KubeletSettings:
     init_seconds: float = 0.05  # how long each init container "runs"
     probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
     crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
+    crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
+    programs: ImagePrograms = field(default_factory=ImagePrograms.with_defaults)
+    probe_time_scale: float = 1.0  # process probes: their periods and delays times this
+    workdir: Path | None = None  # pod directories of process pods (default: a temp dir)
+    stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops
+    # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
+    # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
+    kv_cache_bias: float = 0.0
+
+    def runner_settings(self) -> RunnerSettings:
+        return RunnerSettings(
+            programs=self.programs,
+            probe_time_scale=self.probe_time_scale,
+            crash_backoff_seconds=self.crash_backoff_seconds,
+            crash_backoff_cap_seconds=self.crash_backoff_cap_seconds,
+        )
+
+
+KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
 def is_vllm_serve(argv: list[str]) -> bool:
@@ -64,17 +89,6 @@ def is_vllm_serve(argv: list[str]) -> bool:
         if words[:1] == ["exec"]:
             words = words[1:]
     return len(words) >= 2 and os.path.basename(words[0]) == "vllm" and words[1] == "serve"
-
-
-def resolve_port(port: Any, container: Mapping[str, Any]) -> int | None:
-    if isinstance(port, int):
-        return port
-    if isinstance(port, str) and port.isdigit():
-        return int(port)
-    for declared in container.get("ports") or []:
-        if declared.get("name") == port:
-            return int(declared["containerPort"])
-    return None
 
 
 def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
@@ -108,7 +122,18 @@ class Kubelet:
         node_ips: dict[str, str],
         pod_ips: LoopbackPool,
         settings: KubeletSettings,
+        *,
+        api: ApiAccess | None = None,
+        token_source: PodTokenSource | None = None,
     ) -> None:
+        self.processes = ProcessPods(
+            store,
+            settings.runner_settings(),
+            workdir=settings.workdir,
+            api=api,
+            token_source=token_source,
+            stop_grace_seconds=settings.stop_grace_seconds,
+        )
         self._store = store
         self._recorder = recorder
         self._node_ips = node_ips
@@ -133,8 +158,12 @@ class Kubelet:
         pod = event.obj
         md = pod.get("metadata", {})
         uid = md.get("uid", "")
-        if event.type == "DELETED" or md.get("deletionTimestamp"):
+        if event.type == "DELETED":
             self._forget(uid)
+            return
+        if md.get("deletionTimestamp"):
+            if not self.processes.begin_termination(uid, pod):
+                self._forget(uid)
             return
         node = (pod.get("spec") or {}).get("nodeName")
         if node in self._node_ips and uid not in self._pods:
@@ -145,11 +174,13 @@ class Kubelet:
             running.task = asyncio.create_task(self._run(running, pod, self._node_ips[node]))
 
     def _forget(self, uid: str) -> None:
+        self.processes.forget(uid)
         running = self._pods.pop(uid, None)
         if running is not None and running.task is not None:
             running.task.cancel()
 
     async def stop(self) -> None:
+        await self.processes.stop()
         tasks = [r.task for r in self._pods.values() if r.task is not None]
         self._pods.clear()
         for task in tasks:
@@ -161,23 +192,39 @@ class Kubelet:
 
     async def _run(self, running: _RunningPod, pod: dict[str, Any], host_ip: str) -> None:
         containers = (pod.get("spec") or {}).get("containers") or []
-        running.pod_ip = self._allocate_ip(_serving_ports(pod, containers))
+        declared = [
+            int(port["containerPort"])
+            for c in containers
+            if self.settings.programs.runs(c)
+            for port in c.get("ports") or []
+            if port.get("containerPort")
+        ]
+        running.pod_ip = self._allocate_ip([*_serving_ports(pod, containers), *declared])
         # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
+        gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
         for container in containers:
+            if self.settings.programs.runs(container):
+                continue
             argv = expanded_argv(seen, container)
             if is_vllm_serve(argv):
                 try:
+                    bias = container_env(seen, container).get(KV_CACHE_BIAS_ENV)
                     stubs[container["name"]] = StubVllm(
-                        argv, load_seconds=self.settings.load_seconds
+                        argv,
+                        load_seconds=self.settings.load_seconds,
+                        gpu_product=gpu_product,
+                        kv_cache_bias=self.settings.kv_cache_bias
+                        if bias is None
+                        else parse_bias(KV_CACHE_BIAS_ENV, bias),
                     )
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
         model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())
         try:
-            await self._lifecycle(running, pod, model, stubs)
+            await self._lifecycle(running, seen, model, stubs)
             await asyncio.Event().wait()  # the containers run until the pod is deleted
         except ApiError as error:
             log.debug("kubelet: pod %s/%s went away: %s", running.namespace, running.name, error)
@@ -187,11 +234,18 @@ class Kubelet:
                     await stub.stop()
             self._pod_ips.release(running.pod_ip)
 
+    def _gpu_product(self, node_name: str | None) -> str | None:
+        """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
+        node = self._store.get(NODES, None, node_name) if node_name else None
+        labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+        product = labels.get(GPU_PRODUCT_LABEL)
+        return str(product) if product else None
+
     def _allocate_ip(self, ports: list[int]) -> str:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
         for _ in range(_BIND_ATTEMPTS):
             address = self._pod_ips.allocate()
-            if all(_can_bind(address, port) for port in ports):
+            if all(can_bind(address, port) for port in ports):
                 return address
             log.info("kubelet: %s is taken on this machine, trying another pod IP", address)
         raise RuntimeError("kubelet: no free loopback pod IP after several attempts")
@@ -214,7 +268,11 @@ class Kubelet:
         model.phase = "Running"
         probes: list[asyncio.Task[None]] = []
         specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        if self.processes.wants(pod):
+            probes.extend(await self._start_processes(running, pod, model))
         for state in model.containers:
+            if self.settings.programs.runs(specs.get(state.name) or {}):
+                continue
             stub = stubs.get(state.name)
             if isinstance(stub, StubVllmArgumentError):
                 probes.append(asyncio.create_task(self._crash_loop(running, model, state, stub)))
@@ -232,12 +290,32 @@ class Kubelet:
             else:
                 probes.append(asyncio.create_task(self._probe(running, model, state, target)))
         self._write(running, model)
-        self._record(running, pod, "Started", "Started containers (simulated)")
+        if not all(self.settings.programs.runs(c) for c in specs.values()):
+            self._record(running, pod, "Started", "Started containers (simulated)")
         try:
-            await asyncio.gather(*probes)
+            await asyncio.gather(*probes, return_exceptions=True)
         finally:
             for task in probes:
                 task.cancel()
+
+    async def _start_processes(
+        self, running: _RunningPod, pod: dict[str, Any], model: PodModel
+    ) -> list[asyncio.Task[None]]:
+        uid = pod["metadata"].get("uid", "")
+
+        def write() -> None:
+            phase = self.processes.finished_phase(uid, model)
+            if phase is not None:
+                model.phase = phase
+            with contextlib.suppress(ApiError):
+                self._write(running, model)
+
+        def record(reason: str, message: str, warning: bool) -> None:
+            with contextlib.suppress(ApiError):
+                ref = involved(pod, "v1", "Pod")
+                self._recorder.record(COMPONENT, ref, reason, message, warning=warning)
+
+        return await self.processes.start(pod, model, write, record)
 
     async def _wait_for_secrets(
         self, running: _RunningPod, model: PodModel, state: ContainerState, spec: Mapping[str, Any]
@@ -314,15 +392,3 @@ def _serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> lis
             if not config.is_worker:
                 ports.append(config.port)
     return ports
-
-
-def _can_bind(address: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((address, port))
-        except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                return False
-            raise
-    return True

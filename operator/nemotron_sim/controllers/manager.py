@@ -10,6 +10,7 @@ from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
 from nemotron_sim.apiserver.discovery import SIM_VERSION
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers import ipam
+from nemotron_sim.controllers.deployment_controller import DeploymentController
 from nemotron_sim.controllers.kinds import NODES, WATCHED
 from nemotron_sim.controllers.kubelet import Kubelet, KubeletSettings
 from nemotron_sim.controllers.nodes import (
@@ -17,9 +18,12 @@ from nemotron_sim.controllers.nodes import (
     NodeGroup,
     NodeSpecError,
     build_nodes,
+    build_system_node,
     parse_node_spec,
 )
 from nemotron_sim.controllers.pdb import DisruptionController
+from nemotron_sim.controllers.podfiles import ApiAccess
+from nemotron_sim.controllers.process_pods import PodTokenSource
 from nemotron_sim.controllers.runtime import EventRecorder, WorkQueue, log
 from nemotron_sim.controllers.scheduler_controller import SchedulerController
 from nemotron_sim.controllers.service_controller import ServiceController
@@ -45,12 +49,20 @@ class ClusterSettings:
     nodes: str = DEFAULT_NODES
     kubelet: KubeletSettings = field(default_factory=KubeletSettings)
     record_events: bool = True
+    system_nodes: int = 0  # nodes without GPUs or taints, for controllers such as the operator
 
 
 class ClusterControllers:
     """Nodes, scheduler, StatefulSet controller, kubelet, Services and PDBs on one store."""
 
-    def __init__(self, store: Store, settings: ClusterSettings | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        settings: ClusterSettings | None = None,
+        *,
+        api: ApiAccess | None = None,
+        token_source: PodTokenSource | None = None,
+    ) -> None:
         self.settings = settings or ClusterSettings()
         self.groups: list[NodeGroup] = parse_node_spec(self.settings.nodes)
         self.store = store
@@ -60,9 +72,17 @@ class ClusterControllers:
         self.service_ips = ipam.LoopbackPool.random(ipam.SERVICE_OCTETS)
         self.scheduler = SchedulerController(store, self.recorder)
         self.statefulsets = StatefulSetController(store, self.recorder)
+        self.deployments = DeploymentController(store, self.recorder)
         self.kubelet = Kubelet(
-            store, self.recorder, self.node_ips, self.pod_ips, self.settings.kubelet
+            store,
+            self.recorder,
+            self.node_ips,
+            self.pod_ips,
+            self.settings.kubelet,
+            api=api,
+            token_source=token_source,
         )
+        store.deletion_grace = self.kubelet.processes.deletion_grace
         self.services = ServiceController(store, self.service_ips)
         self.disruption = DisruptionController(store)
         self._queue: asyncio.Queue[WatchEvent] | None = None
@@ -75,11 +95,16 @@ class ClusterControllers:
             self.statefulsets.claims,
             self.services.queue,
             self.disruption.queue,
+            *self.deployments.queues,
         ]
 
     async def start(self) -> None:
         node_pool = ipam.LoopbackPool.random(ipam.NODE_OCTETS)
         for node in build_nodes(self.groups, gpu_facts, node_pool.allocate, SIM_VERSION):
+            self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
+            self.store.create(NODES, node)
+        for index in range(self.settings.system_nodes):
+            node = build_system_node(index, node_pool.allocate(), SIM_VERSION)
             self.node_ips[node["metadata"]["name"]] = node["status"]["addresses"][0]["address"]
             self.store.create(NODES, node)
         self._queue = self.store.subscribe(WATCHED, copy=False)
@@ -99,11 +124,13 @@ class ClusterControllers:
         self._tasks = []
         await self.kubelet.stop()
         await self.services.stop()
+        self.store.deletion_grace = None
 
     async def _dispatch(self, queue: asyncio.Queue[WatchEvent]) -> None:
         observers = (
             self.scheduler.observe,
             self.statefulsets.observe,
+            self.deployments.observe,
             self.kubelet.observe,
             self.services.observe,
             self.disruption.observe,

@@ -147,6 +147,42 @@ def build_node(
     }
 
 
+SYSTEM_CPU = 16
+SYSTEM_MEMORY_GIB = 64
+
+
+def build_system_node(
+    index: int, internal_ip: str, kubelet_version: str = KUBELET_VERSION
+) -> dict[str, Any]:
+    """A node without GPUs or taints, where controllers (the operator itself) can run."""
+    name = f"sim-system-{index}"
+    capacity = {
+        "cpu": str(SYSTEM_CPU),
+        "memory": f"{SYSTEM_MEMORY_GIB}Gi",
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "500Gi",
+    }
+    node = build_node(NodeGroup("system", 0, 1), index, GpuFacts(None, 0, 0, ""), internal_ip,
+                      kubelet_version)  # fmt: skip
+    node["metadata"]["name"] = name
+    node["metadata"]["labels"] = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "sim-cpu-16",
+        SIMULATED_LABEL: "true",
+    }
+    node["metadata"]["annotations"] = {"sim.nemotron.io/note": "simulated node without GPUs"}
+    node["spec"] = {"providerID": f"sim://{name}"}
+    node["status"]["capacity"] = capacity
+    node["status"]["allocatable"] = {**capacity, "cpu": str(SYSTEM_CPU - 1)}
+    node["status"]["addresses"][1]["address"] = name
+    for key in ("machineID", "systemUUID", "bootID"):
+        node["status"]["nodeInfo"][key] = name
+    node["status"]["nodeInfo"]["osImage"] = "Simulated CPU node (nemotron-operator sim)"
+    return node
+
+
 def _conditions() -> list[dict[str, str]]:
     healthy = [
         ("MemoryPressure", "KubeletHasSufficientMemory"),

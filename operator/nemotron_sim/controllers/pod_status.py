@@ -60,6 +60,34 @@ class ContainerState:
         self.ready = False
         self.started = False
 
+    def exited(self, code: int, message: str, started_at: str, now: str) -> None:
+        """A process instance ended; ``state.terminated`` until the kubelet acts on it."""
+        terminated: dict[str, Any] = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": started_at,
+            "finishedAt": now,
+        }
+        if message:
+            terminated["message"] = message
+        self.state = {"terminated": terminated}
+        self.ready = False
+        self.started = False
+
+    def wait(self, reason: str, message: str) -> None:
+        """Waiting to (re)start; the last terminated instance moves to ``lastState``."""
+        if "terminated" in self.state:
+            self.last_state = self.state
+        self.state = {"waiting": {"reason": reason, "message": message}}
+        self.ready = False
+        self.started = False
+
+    def restart(self, now: str) -> None:
+        if "terminated" in self.state:
+            self.last_state = self.state
+        self.state = {"running": {"startedAt": now}}
+        self.started = False
+
     def to_status(self, container_id: str) -> dict[str, Any]:
         return {
             "name": self.name,

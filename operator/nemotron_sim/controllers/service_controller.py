@@ -17,12 +17,14 @@ from typing import Any
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.selectors import match_labels
 from nemotron_sim.apiserver.store import Store, WatchEvent
-from nemotron_sim.controllers.ipam import LoopbackPool
+from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
 from nemotron_sim.controllers.kinds import ENDPOINTS, PODS, SERVICES
-from nemotron_sim.controllers.kubelet import resolve_port
+from nemotron_sim.controllers.probes import resolve_port
 from nemotron_sim.controllers.proxy import Backend, ServiceProxy
 from nemotron_sim.controllers.runtime import WorkQueue, create_if_absent, log
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating
+
+_ALLOCATE_ATTEMPTS = 20
 
 Key = tuple[str, str]
 
@@ -134,13 +136,23 @@ class ServiceController:
             return
         cluster_ip = spec.get("clusterIP")
         if not cluster_ip:
-            cluster_ip = self._ips.allocate()
+            cluster_ip = self._free_ip([int(p["port"]) for p in spec.get("ports") or []])
             self._store.merge_patch(
                 SERVICES, *key, {"spec": {"clusterIP": cluster_ip, "clusterIPs": [cluster_ip]}}
             )
         if cluster_ip.startswith("127."):
             await self._ensure_proxies(key, cluster_ip, spec.get("ports") or [])
         self._write_endpoints(service)
+
+    def _free_ip(self, ports: list[int]) -> str:
+        """A ClusterIP whose ports are free on this machine, where another simulated cluster
+        may be listening on the same loopback address (the pools' second octet is random)."""
+        for _ in range(_ALLOCATE_ATTEMPTS):
+            address = self._ips.allocate()
+            if all(can_bind(address, port) for port in ports):
+                return address
+            log.info("services: %s is taken on this machine, trying another ClusterIP", address)
+        return self._ips.allocate()
 
     async def _ensure_proxies(self, key: Key, ip: str, ports: list[dict[str, Any]]) -> None:
         signature = (ip, tuple(sorted(int(p["port"]) for p in ports)))

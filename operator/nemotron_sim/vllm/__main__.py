@@ -4,8 +4,12 @@ The container image installs this as `vllm`, so the operator's rendered `vllm se
 runs unchanged. Stand-in-only options (never passed to the flag table):
   --sim-load-seconds S   /health answers 503 for S seconds after start (default 0)
   --sim-step-seconds S   simulated time of one decode step (default: engine.Timing)
-The same can be set through NEMOTRON_SIM_VLLM_LOAD_SECONDS / NEMOTRON_SIM_VLLM_STEP_SECONDS, for
-images whose command line the operator owns. Exit status 2 on a refused command line, as
+  --sim-kv-cache-bias B  allocate B more (+) or less (-) KV cache than the stand-in's own
+                         accounting, e.g. -0.10 (default 0); published in vllm:cache_config_info
+The same can be set through NEMOTRON_SIM_VLLM_LOAD_SECONDS / NEMOTRON_SIM_VLLM_STEP_SECONDS /
+NEMOTRON_SIM_VLLM_KV_CACHE_BIAS, for images whose command line the operator owns.
+NEMOTRON_SIM_VLLM_GPU_PRODUCT names the GPU it "profiles" (a GFD product such as NVIDIA-H200; the
+simulated kubelet passes the node's). Exit status 2 on a refused command line, as
 argparse exits.
 """
 
@@ -19,12 +23,15 @@ from collections.abc import Sequence
 
 from nemotron_sim.vllm.args import StubVllmArgumentError
 from nemotron_sim.vllm.engine import Timing
+from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.server import SIMULATION_NOTE, VLLM_VERSION, StubVllm
 
 _SIM_OPTIONS = {
     "--sim-load-seconds": "NEMOTRON_SIM_VLLM_LOAD_SECONDS",
     "--sim-step-seconds": "NEMOTRON_SIM_VLLM_STEP_SECONDS",
+    "--sim-kv-cache-bias": "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS",
 }
+GPU_PRODUCT_ENV = "NEMOTRON_SIM_VLLM_GPU_PRODUCT"
 # vLLM listens on every interface by default; in a pod that is what the Service needs.
 _ALL_INTERFACES = "0.0.0.0"  # noqa: S104
 
@@ -42,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             timing=Timing(step_seconds=sim["--sim-step-seconds"])
             if "--sim-step-seconds" in sim
             else None,
+            gpu_product=os.environ.get(GPU_PRODUCT_ENV) or None,
+            kv_cache_bias=sim.get("--sim-kv-cache-bias", 0.0),
         )
     except StubVllmArgumentError as error:
         print(error, file=sys.stderr)  # noqa: T201 - argparse prints its errors the same way
@@ -74,6 +83,8 @@ def _split_sim_options(args: Sequence[str]) -> tuple[list[str], dict[str, float]
 
 
 def _seconds(option: str, text: str) -> float:
+    if option == "--sim-kv-cache-bias":
+        return parse_bias(option, text)
     try:
         value = float(text)
     except ValueError:

@@ -51,6 +51,7 @@ class VllmMetrics:
     def __init__(self, model_name: str, *, max_model_len: int, spec_tokens: int) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._exposition: bytes | None = None
+        self.cache_config_published = False
         self.model_name = model_name
         self.num_requests_running = self._gauge(
             "vllm:num_requests_running", "Number of requests in model execution batches."
@@ -138,6 +139,22 @@ class VllmMetrics:
         self.spec_decode = SpecDecodeMetrics(self, spec_tokens) if spec_tokens > 0 else None
 
     content_type = CONTENT_TYPE_LATEST
+
+    def publish_cache_config(self, labels: dict[str, str]) -> None:
+        """``vllm:cache_config_info``: an info-style gauge set to 1 whose labels are the cache
+        config (vLLM's ``log_metrics_info``; published once, after profiling)."""
+        if self.cache_config_published:
+            return
+        info = {**labels, "engine": ENGINE_INDEX}
+        gauge = Gauge(
+            "vllm:cache_config_info",
+            "Information of the LLMEngine CacheConfig",
+            list(info),
+            registry=self.registry,
+        )
+        gauge.labels(**info).set(1)
+        self.cache_config_published = True
+        self.mark_changed()
 
     def mark_changed(self) -> None:
         """Call after updating any series: the next scrape renders afresh."""

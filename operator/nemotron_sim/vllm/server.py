@@ -14,6 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
+from nemotron_sim.vllm import kv_cache
 from nemotron_sim.vllm.args import ServeConfig, parse_serve_argv
 from nemotron_sim.vllm.engine import Delta, Engine, GenerationRequest, Timing
 from nemotron_sim.vllm.metrics import VllmMetrics
@@ -50,8 +51,23 @@ class StubVllm:
         load_seconds: float = 0.0,
         timing: Timing | None = None,
         kv_capacity_tokens: int | None = None,
+        gpu_product: str | None = None,
+        kv_cache_bias: float = 0.0,
     ) -> None:
         self.config: ServeConfig = parse_serve_argv(argv)
+        # What this "vLLM" allocates on the node's GPU (vllm:cache_config_info); the bias makes
+        # it get more (+) or less (-) than its own accounting, for the operator's plan check.
+        self.cache_allocation = kv_cache.allocate(
+            self.config.model,
+            self.config.options,
+            max_model_len=self.config.max_model_len,
+            max_num_seqs=self.config.max_num_seqs
+            if "--max-num-seqs" in self.config.options
+            else None,
+            spec_tokens=self.config.num_speculative_tokens,
+            gpu_product=gpu_product,
+            bias=kv_cache_bias,
+        )
         self.served_model_name: str = self.config.served_model_name
         self.load_seconds = load_seconds
         self.metrics = VllmMetrics(
@@ -140,6 +156,11 @@ class StubVllm:
         )
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        if self.loaded:
+            # vLLM publishes its cache config once the engine is built (after profiling).
+            self.metrics.publish_cache_config(
+                kv_cache.info_labels(self.cache_allocation, self.config.options)
+            )
         response = web.Response(body=self.metrics.exposition())
         response.headers["Content-Type"] = self.metrics.content_type
         return response

@@ -27,12 +27,15 @@ def widget(size: int) -> str:
     )
 
 
-def start_operator(api: ApiHandle, log_path: Path) -> subprocess.Popen[bytes]:
+def start_operator(
+    api: ApiHandle, log_path: Path, kubeconfig: Path | None = None
+) -> subprocess.Popen[bytes]:
     kopf = Path(sys.executable).with_name("kopf")
+    env = api.env if kubeconfig is None else {**api.env, "KUBECONFIG": str(kubeconfig)}
     with log_path.open("w") as log:
         return subprocess.Popen(
             [str(kopf), "run", "--standalone", "-A", str(OPERATOR)],
-            env=api.env,
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -120,3 +123,63 @@ def test_kopf_recovers_from_an_outage_and_failed_writes(api: ApiHandle, tmp_path
 def _phase(api: ApiHandle) -> str | None:
     obj = api.store(lambda s: s.get(WIDGETS, "default", "w")) or {}
     return (obj.get("status") or {}).get("phase")
+
+
+KOPF_ROLE = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: widget-operator}
+rules:
+- {apiGroups: [test.sim.nemotron.io], resources: [widgets], verbs: [get, list, watch, patch]}
+- {apiGroups: [test.sim.nemotron.io], resources: [widgets/status], verbs: [patch]}
+- {apiGroups: ["", events.k8s.io], resources: [events], verbs: [create]}
+# kopf watches CRDs to discover resources unless scanning is disabled
+- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: [list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: widget-operator}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: widget-operator}
+subjects: [{kind: ServiceAccount, name: op, namespace: default}]
+"""
+CONFIGMAP_WRITER = """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: children, namespace: default}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [create, patch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: children, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: children}
+subjects: [{kind: ServiceAccount, name: op, namespace: default}]
+"""
+
+
+def test_kopf_as_a_service_account_is_held_to_its_rbac(api: ApiHandle, tmp_path: Path) -> None:
+    """kopf and its handlers' client use a token kubeconfig (over HTTPS): what the ClusterRole
+    grants works; the child ConfigMap is refused with 403 until a Role allows it."""
+    api.kubectl("apply", "-f", str(WIDGET_CRD))
+    api.kubectl("create", "serviceaccount", "op")
+    api.kubectl("apply", "-f", "-", input=KOPF_ROLE)
+    server = api.thread._require()
+    token = api.thread.call(lambda: server.tokens.issue("default", "op"))
+    kubeconfig = api.thread.call(lambda: server.kubeconfig(tmp_path / "op", token=token))
+    log_path = tmp_path / "kopf.log"
+    operator = start_operator(api, log_path, kubeconfig=kubeconfig)
+    try:
+        api.kubectl("apply", "-f", "-", input=widget(2))
+        refusal = (
+            'configmaps is forbidden: User \\"system:serviceaccount:default:op\\" cannot create '
+            'resource \\"configmaps\\" in API group \\"\\" in the namespace \\"default\\"'
+        )
+        wait_until(lambda: refusal in log_path.read_text(), what="the handler's 403")
+        api.kubectl("apply", "-f", "-", input=CONFIGMAP_WRITER)
+        wait_until(
+            lambda: api.store(lambda s: s.get(CONFIGMAPS, "default", "w-child")),
+            what="the child once the Role allows it",
+        )
+        wait_until(lambda: _phase(api) == "Created", what="status.phase Created")
+    finally:
+        stop_operator(operator)
+    assert "APIForbidden" not in log_path.read_text()  # kopf's own requests were all granted

@@ -192,12 +192,14 @@ def test_the_demo_runs_end_to_end() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "SIMULATION" in out
-    assert "Chosen    NVIDIA-B200" in out or "GPU: NVIDIA-B200" in out
-    assert "statefulset.apps/nano created" in out
-    assert "pod/nano-0 condition met" in out
+    assert "nemotrondeployment.serving.nemotron.io/nano created" in out
+    assert "plan: 1x NVIDIA-B200 per replica" in out
+    assert "1/1   Ready" in out
+    assert "Ready              True     AllReplicasReady" in out
+    assert "status.endpoint = http://nano.ai.svc:8000/v1" in out
     assert "content:" in out
     assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
-    assert "Done: stopping the SIMULATED cluster" in out
+    assert "Done: stopping the operator and the SIMULATED cluster" in out
 
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)
@@ -214,8 +216,16 @@ def test_a_multi_node_replica_runs_leader_and_headless_worker(
     ).stdout  # fmt: skip
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ai"}}
+    # The example downloads with a token (tokenSecretRef hf-token): without the Secret the
+    # kubelet would hold the download container in CreateContainerConfigError.
+    token = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "hf-token", "namespace": "ai"},
+        "stringData": {"token": "hf_simulated"},
+    }
     applied = sim_cluster.kubectl(
-        "apply", "-f", "-", input=yaml.safe_dump_all([namespace, *documents])
+        "apply", "-f", "-", input=yaml.safe_dump_all([namespace, token, *documents])
     ).stdout
     # Every rendered object is accepted, the Prometheus Operator's PodMonitor included.
     assert "podmonitor.monitoring.coreos.com/super-vl-bf16 created" in applied

@@ -55,7 +55,7 @@ def condition(cluster: SimClusterHandle, type_: str, name: str = "nano") -> dict
     return {}
 
 
-def wait_ready(cluster: SimClusterHandle, name: str = "nano", seconds: float = 30.0) -> None:
+def wait_ready(cluster: SimClusterHandle, name: str = "nano", seconds: float = 45.0) -> None:
     def ready() -> bool:
         found = status(cluster, name)
         return found.get("phase") == "Ready" and found.get("observedGeneration") == (

@@ -168,6 +168,25 @@ CASES = [
         "spec.capacity.gpu.count",
         "equal parallelism.tensor × parallelism.pipeline",
     ),
+    Case(
+        "self.minReplicas <= self.maxReplicas",
+        _set("spec.autoscaling", {"minReplicas": 2, "maxReplicas": 2}),
+        _set("spec.autoscaling", {"minReplicas": 3, "maxReplicas": 2}),
+        "spec.autoscaling.minReplicas",
+        "must not exceed autoscaling.maxReplicas",
+    ),
+    Case(
+        "self.metric != 'kvCacheUsage' || self.value <= 1.0",
+        _set(
+            "spec.autoscaling",
+            {"maxReplicas": 4, "target": {"metric": "kvCacheUsage", "value": 0.8}},
+        ),
+        _set(
+            "spec.autoscaling", {"maxReplicas": 4, "target": {"metric": "kvCacheUsage", "value": 4}}
+        ),
+        "spec.autoscaling.target.value",
+        "is a fraction (0-1] for kvCacheUsage",
+    ),
 ]
 
 

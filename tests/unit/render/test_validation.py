@@ -15,7 +15,7 @@ from tests.unit.render.schemas import validate_object
 
 KARPENTER = {
     "nodePool": {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}},
-    "monitoring": {"serviceMonitor": {"enabled": True}},
+    "monitoring": {"podMonitor": {"enabled": True}},
 }
 
 

@@ -223,7 +223,7 @@ BASE: dict[str, Any] = {"engine": {"maxModelLen": 262_144}}
     [
         {"replicas": 5},
         {"capacity": {"minConcurrency": 1}},
-        {"monitoring": {"serviceMonitor": {"enabled": True}}},
+        {"monitoring": {"podMonitor": {"enabled": True}}},
     ],
 )
 def test_config_hash_ignores_what_does_not_reach_the_pods(change: dict[str, Any]) -> None:
@@ -275,7 +275,7 @@ def test_output_does_not_depend_on_input_dict_order() -> None:
             "nodeSelector": {"a": "1", "b": "2", "c": "3"},
             "affinity": {"nodeAffinity": {"x": 1, "y": {"p": 1, "q": 2}}, "podAffinity": {}},
         },
-        "monitoring": {"serviceMonitor": {"enabled": True, "labels": {"x": "1", "y": "2"}}},
+        "monitoring": {"podMonitor": {"enabled": True, "labels": {"x": "1", "y": "2"}}},
     }
     reference = json.dumps(render(spec))
     rng = random.Random(4)  # noqa: S311 - a fixed shuffle, not a secret
@@ -286,7 +286,7 @@ def test_output_does_not_depend_on_input_dict_order() -> None:
 
 def test_owner_references_only_on_namespaced_objects() -> None:
     karpenter = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
-    spec = {"nodePool": karpenter, "monitoring": {"serviceMonitor": {"enabled": True}}}
+    spec = {"nodePool": karpenter, "monitoring": {"podMonitor": {"enabled": True}}}
     objects = render(spec, options=RenderOptions(owner=Owner("super-vl", "uid-1")))
     assert kinds(objects)[0] == "NodePool"
     for obj in objects:
@@ -312,7 +312,7 @@ def test_objects_come_in_kind_order() -> None:
     karpenter = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
     spec = {
         "nodePool": karpenter,
-        "monitoring": {"serviceMonitor": {"enabled": True}},
+        "monitoring": {"podMonitor": {"enabled": True}},
         "storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
     }
     order = [KIND_ORDER.index(k) for k in kinds(render(spec, plan=TWO_NODES))]
@@ -332,7 +332,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
                 "capacityType": "spot",
             },
         },
-        "monitoring": {"serviceMonitor": {"enabled": True, "interval": "15s"}},
+        "monitoring": {"podMonitor": {"enabled": True, "interval": "15s"}},
     },
     "scheduling": {
         "scheduling": {

@@ -150,13 +150,17 @@ def test_prefix_caching_off_reserves_one_state_slot_fewer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hf_id", "gpus_needed"),
-    [(SUPER_BF16, 4), (SUPER_FP8, 2)],
+    ("hf_id", "gpus_needed", "max_num_seqs"),
+    [(SUPER_BF16, 4, 512), (SUPER_FP8, 2, 256)],
 )
-def test_nvidia_minimum_h100_layouts(hf_id: str, gpus_needed: int) -> None:
+def test_nvidia_minimum_h100_layouts(hf_id: str, gpus_needed: int, max_num_seqs: int) -> None:
     # NMT vllm_cookbook: BF16 ≥ 4×H100, FP8 ≥ 2×H100 (model-facts.md §3 [P]), at the default
-    # context (262,144 tokens) and the default minConcurrency.
-    result = plan_deployment(spec(hf_id, capacity={"gpu": {"products": [H100]}}))
+    # context (262,144 tokens) and the default minConcurrency, with the cookbook's FP8 KV cache.
+    # The cookbook passes --max-num-seqs 512 on vLLM 0.17.1; since vLLM 0.19 a pool with fewer
+    # Mamba blocks than max_num_seqs refuses to start, and the FP8 pool on 2×H100 holds 351, so
+    # that layout needs 256 (docs/sizing.md §9 records the disagreement).
+    engine = {"kvCacheDtype": "fp8", "maxNumSeqs": max_num_seqs}
+    result = plan_deployment(spec(hf_id, engine=engine, capacity={"gpu": {"products": [H100]}}))
     assert result.plan.gpus_per_replica == gpus_needed
     assert result.plan.tensor_parallel == gpus_needed
     assert result.plan.max_model_len == 262144

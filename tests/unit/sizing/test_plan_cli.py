@@ -54,7 +54,7 @@ def test_table_without_gpu_lists_every_product_then_the_choice(capsys: Capture) 
 
 
 def test_table_with_one_gpu_skips_the_product_table(capsys: Capture) -> None:
-    code, out, _ = run(capsys, SUPER_BF16, "--gpu", "h100")
+    code, out, _ = run(capsys, SUPER_BF16, "--gpu", "h100", "--max-num-seqs", "512")
     assert code == 0
     assert "Best layout per GPU product" not in out
     assert "NVIDIA-H100-80GB-HBM3: 4 GPU(s) per replica (TP 4" in out

@@ -21,6 +21,10 @@ from .helpers import (
 )
 from .test_inventory import node
 
+# NVIDIA's cookbook runs Super on H100 with --max-num-seqs 512: vLLM's default 1024 exceeds the
+# Mamba cache blocks of these pools, and vLLM refuses to start (model-facts.md §2.5).
+COOKBOOK_SEQS = {"maxNumSeqs": 512}
+
 
 def planning_error(*args: object, **kwargs: object) -> PlanningError:
     with pytest.raises(PlanningError) as caught:
@@ -45,11 +49,13 @@ def test_models_without_mtp_head_plan_without_speculation() -> None:
 
 
 def test_mtp_off_drops_the_draft_layer_and_its_weights() -> None:
-    on = plan_deployment(spec(SUPER_BF16, capacity={"gpu": {"products": [H100]}}))
+    on = plan_deployment(
+        spec(SUPER_BF16, engine=COOKBOOK_SEQS, capacity={"gpu": {"products": [H100]}})
+    )
     off = plan_deployment(
         spec(
             SUPER_BF16,
-            engine={"speculativeDecoding": {"method": "none"}},
+            engine={"speculativeDecoding": {"method": "none"}, **COOKBOOK_SEQS},
             capacity={"gpu": {"products": [H100]}},
         )
     )
@@ -97,12 +103,29 @@ def test_tensor_parallel_that_does_not_divide_the_heads_is_rejected() -> None:
     assert error.rejected
 
 
-def test_tensor_parallel_larger_than_a_node_is_rejected() -> None:
-    error = planning_error(
-        NANO_BF16, capacity={"parallelism": {"tensor": 8}, "gpu": {"products": ["NVIDIA-GB200"]}}
+def test_tensor_parallel_that_splits_a_node_is_rejected() -> None:
+    # Nodes of 6 GPUs: a TP 8 group would take one node and part of another.
+    inventory = inventory_from_nodes(
+        [node("h100-a", "NVIDIA-H100-80GB-HBM3", 6), node("h100-b", "NVIDIA-H100-80GB-HBM3", 6)]
     )
+    with pytest.raises(PlanningError) as caught:
+        plan_deployment(
+            spec(NANO_BF16, capacity={"parallelism": {"tensor": 8}}), inventory=inventory
+        )
+    error = caught.value
     assert error.reason == "InvalidParallelism"
-    assert "stays inside a node" in error.message
+    assert "spans whole nodes (a multiple of 6)" in error.message
+
+
+def test_tensor_parallel_over_whole_nodes_spans_them() -> None:
+    # GB200 compute trays hold 4 GPUs; TP 8 takes two whole trays (one NVLink domain).
+    result = plan_deployment(
+        spec(
+            NANO_BF16,
+            capacity={"parallelism": {"tensor": 8}, "gpu": {"products": ["NVIDIA-GB200"]}},
+        )
+    )
+    assert (result.plan.tensor_parallel, result.plan.nodes_per_replica) == (8, 2)
 
 
 @pytest.mark.parametrize("tensor", [1, 2, 8])
@@ -118,7 +141,11 @@ def test_explicit_tensor_parallel_is_honoured(tensor: int) -> None:
 
 def test_explicit_tensor_adds_pipeline_stages_when_one_stage_cannot_hold_the_weights() -> None:
     result = plan_deployment(
-        spec(SUPER_BF16, capacity={"parallelism": {"tensor": 2}, "gpu": {"products": [H100]}})
+        spec(
+            SUPER_BF16,
+            engine=COOKBOOK_SEQS,
+            capacity={"parallelism": {"tensor": 2}, "gpu": {"products": [H100]}},
+        )
     )
     assert result.plan.tensor_parallel == 2
     assert result.plan.pipeline_parallel == 2
@@ -230,11 +257,14 @@ def test_explicit_architecture_plans_like_the_catalog_entry() -> None:
         NemotronDeploymentSpec.model_validate(
             {
                 "model": {"id": "example/super-copy", "architecture": arch},
+                "engine": COOKBOOK_SEQS,
                 "capacity": {"gpu": {"products": [H100]}},
             }
         )
     ).plan
-    catalog = plan_deployment(spec(SUPER_BF16, capacity={"gpu": {"products": [H100]}})).plan
+    catalog = plan_deployment(
+        spec(SUPER_BF16, engine=COOKBOOK_SEQS, capacity={"gpu": {"products": [H100]}})
+    ).plan
     assert (explicit.tensor_parallel, explicit.pipeline_parallel) == (
         catalog.tensor_parallel,
         catalog.pipeline_parallel,

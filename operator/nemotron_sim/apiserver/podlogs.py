@@ -1,0 +1,105 @@
+"""``GET .../pods/NAME/log``: container output, as kube-apiserver proxies it from the kubelet.
+
+Query parameters: ``container``, ``previous``, ``tailLines``, ``limitBytes``, ``follow`` (stream
+until the container instance ends or the client goes away), ``timestamps`` (not recorded: the
+lines are sent without). The kubelet that knows the files is a :class:`LogSource`; without one
+every container's log is empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from nemotron_sim.apiserver.errors import bad_request
+
+_FOLLOW_POLL = 0.1
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LogTarget:
+    path: Path | None  # None: the container writes no log (it is not a real process)
+    live: Callable[[], bool]  # still being written (for ``follow``)
+
+
+class LogSource(Protocol):
+    def log_target(
+        self, pod: dict[str, Any], container: str, previous: bool
+    ) -> LogTarget: ...  # raises ApiError (400) as the kubelet would refuse
+
+
+def _container(pod: dict[str, Any], requested: str | None) -> str:
+    names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+    init = [c.get("name", "") for c in (pod.get("spec") or {}).get("initContainers") or []]
+    name = pod["metadata"]["name"]
+    if not requested:
+        if len(names) == 1:
+            return str(names[0])
+        raise bad_request(
+            f"a container name must be specified for pod {name}, choose one of: "
+            f"[{' '.join(names)}]"
+            + (f" or one of the init containers: [{' '.join(init)}]" if init else "")
+        )
+    if requested not in names and requested not in init:
+        raise bad_request(f"container {requested} is not valid for pod {name}")
+    return requested
+
+
+def _tail(data: bytes, lines: int | None) -> bytes:
+    if lines is None:
+        return data
+    if lines <= 0:
+        return b""
+    parts = data.splitlines(keepends=True)
+    return b"".join(parts[-lines:])
+
+
+async def serve(
+    request: web.Request, pod: dict[str, Any], source: LogSource | None
+) -> web.StreamResponse:
+    query = request.query
+    container = _container(pod, query.get("container"))
+    previous = query.get("previous") in ("true", "1")
+    follow = query.get("follow") in ("true", "1")
+    tail = int(query["tailLines"]) if query.get("tailLines") else None
+    limit = int(query["limitBytes"]) if query.get("limitBytes") else None
+    target = (
+        source.log_target(pod, container, previous)
+        if source is not None
+        else LogTarget(None, lambda: False)
+    )
+    data = b""
+    if target.path is not None and target.path.exists():
+        data = _tail(target.path.read_bytes(), tail)
+    if limit is not None:
+        data = data[:limit]
+    if not follow or target.path is None:
+        return web.Response(body=data, content_type="text/plain")
+    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    await response.prepare(request)
+    await response.write(data)
+    await _follow(response, target, target.path.stat().st_size if target.path.exists() else 0)
+    await response.write_eof()
+    return response
+
+
+async def _follow(response: web.StreamResponse, target: LogTarget, offset: int) -> None:
+    assert target.path is not None
+    while True:
+        live = target.live()
+        with target.path.open("rb") as log_file:
+            log_file.seek(offset)
+            chunk = log_file.read(_CHUNK)
+        if chunk:
+            offset += len(chunk)
+            await response.write(chunk)
+            continue
+        if not live:
+            return
+        await asyncio.sleep(_FOLLOW_POLL)

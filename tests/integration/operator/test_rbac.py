@@ -1,0 +1,98 @@
+"""The operator works with exactly the RBAC docs/controller.md lists (rbac.yaml), as a
+ServiceAccount of the simulated API server, which enforces RBAC as kube-apiserver does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.integration.conftest import SimClusterHandle, run_kubectl
+from tests.integration.operator.helpers import (
+    NAMESPACE,
+    NDS,
+    NODE_POOLS,
+    POD_MONITORS,
+    apply,
+    deployment,
+    status,
+    wait_ready,
+)
+from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
+
+RBAC = Path(__file__).with_name("rbac.yaml")
+
+
+def _service_account_kubeconfig(cluster: SimClusterHandle, path: Path) -> Path:
+    def write(c: object) -> Path:
+        api = c.api  # type: ignore[attr-defined]
+        token = api.tokens.issue("nemotron-system", "nemotron-operator")
+        return Path(api.kubeconfig(path, token=token))
+
+    return cluster.call(write)
+
+
+def test_the_documented_rbac_is_enough(sim_cluster: SimClusterHandle, tmp_path: Path) -> None:
+    install_crds(sim_cluster)
+    ensure_namespace(sim_cluster, "nemotron-system")
+    ensure_namespace(sim_cluster, NAMESPACE)
+    sim_cluster.kubectl("apply", "-f", str(RBAC))
+    kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
+    # The operator's identity really is restricted: no Secrets.
+    as_operator = {**sim_cluster.env, "KUBECONFIG": str(kubeconfig)}
+    denied = run_kubectl(as_operator, "get", "secrets", "-n", NAMESPACE, check=False)
+    assert denied.returncode != 0
+    assert "forbidden" in denied.stderr
+    operator = OperatorProcess(
+        sim_cluster,
+        tmp_path / "operator.log",
+        extra_args=["--lease-namespace=nemotron-system"],
+        env={"KUBECONFIG": str(kubeconfig)},
+    )
+    operator.start()
+    try:
+        sim_cluster.kubectl(
+            "create", "secret", "generic", "hf-token", "-n", NAMESPACE, "--from-literal=token=x"
+        )
+        karpenter = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
+        source = {"huggingFace": {"tokenSecretRef": {"name": "hf-token"}}}
+        apply(
+            sim_cluster,
+            deployment(
+                model={"source": source},
+                nodePool=karpenter,
+                monitoring={"serviceMonitor": {"enabled": True}},
+                storage={"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
+            ),
+        )
+        wait_ready(sim_cluster)
+        assert sim_cluster.list(NODE_POOLS)
+        assert sim_cluster.list(POD_MONITORS, NAMESPACE)
+        assert status(sim_cluster)["nodePool"]["provisioner"] == "Karpenter"
+        # Drift repair and deletion through the finalizer, still without a 403.
+        sim_cluster.kubectl("delete", "service", "nano", "-n", NAMESPACE)
+        sim_cluster.wait_until(
+            lambda: (
+                sim_cluster.kubectl(
+                    "get", "service", "nano", "-n", NAMESPACE, check=False
+                ).returncode
+                == 0
+            ),
+            what="the Service repaired",
+        )
+        sim_cluster.kubectl("delete", "nd", "nano", "-n", NAMESPACE, "--wait=false")
+        sim_cluster.wait_until(
+            lambda: (
+                sim_cluster.get(NDS, NAMESPACE, "nano") is None and not sim_cluster.list(NODE_POOLS)
+            ),
+            what="deleted with its NodePool",
+        )
+        forbidden = [
+            r
+            for r in operator.requests()
+            if r["status"] in (401, 403) and "secrets" not in r["path"]
+        ]
+        assert forbidden == [], forbidden
+        assert "forbidden" not in operator.log().lower()
+    finally:
+        operator.stop()
+        print(operator.log()[-8000:])
+    operator.check_log()

@@ -1,0 +1,90 @@
+"""The plan checked against vllm:cache_config_info."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemotron_operator.api import Plan
+from nemotron_operator.observe.plan_check import compare, observed_cache, to_status
+from nemotron_operator.observe.samples import CacheConfigInfo
+from tests.unit.admission.bases import full_status
+
+
+def plan() -> Plan:
+    wire = full_status()["plan"]
+    wire.update(kvCacheBlocks=6000, blocksPerSequence=150, maxModelLen=262144)
+    wire.update(maxConcurrency=40.0, kvCacheTokens=int(40.0 * 262144))
+    return Plan.model_validate(wire)
+
+
+def info(blocks: int, **extra: str) -> CacheConfigInfo:
+    return CacheConfigInfo({"num_gpu_blocks": str(blocks), "block_size": "1056", **extra})
+
+
+def test_published_figures_are_taken_as_vllm_reports_them() -> None:
+    observed = observed_cache(
+        "p-0",
+        info(6000, kv_cache_size_tokens="10485760", kv_cache_max_concurrency="40.0"),
+        plan(),
+    )
+    assert observed is not None
+    assert (observed.kv_cache_tokens, observed.max_concurrency, observed.derived) == (
+        10485760,
+        40.0,
+        (),
+    )
+    result = compare(plan(), [observed])
+    assert result is not None
+    assert result.accurate
+    assert result.reason == "WithinTolerance"
+
+
+def test_missing_figures_are_derived_from_blocks_and_the_plan() -> None:
+    observed = observed_cache("p-0", info(3000, kv_cache_size_tokens="None"), plan())
+    assert observed is not None
+    assert observed.max_concurrency == pytest.approx(3000 / 150)
+    assert observed.kv_cache_tokens == int(20.0 * 262144)
+    assert observed.derived == ("maxConcurrency", "kvCacheTokens")
+
+
+def test_no_blocks_yet_means_nothing_to_compare() -> None:
+    assert observed_cache("p-0", CacheConfigInfo({"num_gpu_blocks": "None"}), plan()) is None
+    assert compare(plan(), []) is None
+
+
+def test_a_ten_percent_shortfall_is_named_and_the_worst_pod_reported() -> None:
+    pods = [
+        observed_cache(name, info(blocks), plan())
+        for name, blocks in (("p-0", 6000), ("p-1", 5400), ("p-2", 5950))
+    ]
+    result = compare(plan(), [p for p in pods if p is not None])
+    assert result is not None
+    assert not result.accurate
+    assert result.reason == "LessThanPlanned"
+    assert result.observed.pod == "p-1"
+    assert result.deviation("kvCacheBlocks") == pytest.approx(-0.10)
+    assert {d.figure for d in result.shortfalls} == {
+        "kvCacheBlocks",
+        "kvCacheTokens",
+        "maxConcurrency",
+    }
+    assert "kvCacheBlocks planned 6,000, vLLM allocated 5,400 (-10.0%)" in result.message
+    assert "on pod p-1" in result.message
+    shown = to_status(result, "2026-12-02T10:00:00Z")
+    assert (shown.kv_cache_blocks, shown.blocks_deviation, shown.pods_checked) == (5400, -0.1, 3)
+
+
+def test_the_threshold_is_configurable_and_more_than_planned_is_not_a_fault() -> None:
+    observed = observed_cache("p-0", info(5760), plan())  # -4 %
+    assert observed is not None
+    default = compare(plan(), [observed])
+    strict = compare(plan(), [observed], threshold=0.03)
+    assert default is not None
+    assert strict is not None
+    assert default.accurate
+    assert not strict.accurate
+    generous = observed_cache("p-0", info(7000), plan())
+    assert generous is not None
+    more = compare(plan(), [generous])
+    assert more is not None
+    assert (more.accurate, more.reason) == (True, "MoreThanPlanned")

@@ -1,0 +1,163 @@
+"""vLLM's exposition → samples → rates, checked against the stand-in vLLM's own registry."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nemotron_operator.observe import samples as s
+from nemotron_operator.observe.samples import MetricsParseError, PodSample, parse_pod_metrics
+from nemotron_operator.observe.throughput import aggregate, counter_increase, histogram_quantile
+from nemotron_sim.vllm.metrics import VllmMetrics
+
+
+def stand_in(spec_tokens: int = 3) -> VllmMetrics:
+    return VllmMetrics("model", max_model_len=4096, spec_tokens=spec_tokens)
+
+
+def scrape(metrics: VllmMetrics, at: float) -> PodSample:
+    metrics.mark_changed()
+    return parse_pod_metrics(metrics.exposition().decode(), at)
+
+
+def test_parse_reads_the_series_the_operator_uses() -> None:
+    metrics = stand_in()
+    metrics.generation_tokens.inc(120)
+    metrics.prompt_tokens.inc(40)
+    metrics.num_requests_running.set(3)
+    metrics.num_requests_waiting.set(2)
+    metrics.kv_cache_usage_perc.set(0.25)
+    assert metrics.spec_decode is not None
+    metrics.spec_decode.record_draft(2)
+    metrics.time_to_first_token.observe(0.05)
+    sample = scrape(metrics, 10.0)
+    assert sample.counters[s.GENERATION_TOKENS] == 120
+    assert sample.counters[s.PROMPT_TOKENS] == 40
+    assert sample.counters[s.SPEC_DRAFT_TOKENS] == 3
+    assert sample.counters[s.SPEC_ACCEPTED_TOKENS] == 2
+    assert sample.gauges == {
+        s.REQUESTS_RUNNING: 3,
+        s.REQUESTS_WAITING: 2,
+        s.KV_CACHE_USAGE: 0.25,
+    }
+    assert sample.spec_decode
+    assert s.GENERATION_TOKENS in sample.created  # prometheus_client exposes _created
+    assert dict(sample.ttft_buckets)[0.06] == 1
+    assert dict(sample.ttft_buckets)[math.inf] == 1
+    assert sample.cache_config is None  # not published before the engine is built
+
+
+def test_engines_add_up_and_usage_is_their_mean() -> None:
+    text = "\n".join(
+        [
+            "# TYPE vllm:num_requests_waiting gauge",
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 2',
+            'vllm:num_requests_waiting{engine="1",model_name="m"} 3',
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.2',
+            'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.6',
+            "# TYPE vllm:generation_tokens_total counter",
+            'vllm:generation_tokens_total{engine="0",model_name="m"} 10',
+            'vllm:generation_tokens_total{engine="1",model_name="m"} 5',
+            "",
+        ]
+    )
+    sample = parse_pod_metrics(text, 0.0)
+    assert sample.gauges[s.REQUESTS_WAITING] == 5
+    assert sample.gauges[s.KV_CACHE_USAGE] == pytest.approx(0.4)
+    assert sample.counters[s.GENERATION_TOKENS] == 15
+    assert not sample.spec_decode
+
+
+def test_garbage_is_refused() -> None:
+    with pytest.raises(MetricsParseError):
+        parse_pod_metrics("vllm:x{unterminated 1\n", 0.0)
+
+
+def test_rates_over_the_interval_and_mtp_figures() -> None:
+    metrics = stand_in()
+    before = scrape(metrics, 100.0)
+    metrics.generation_tokens.inc(500)
+    metrics.prompt_tokens.inc(200)
+    assert metrics.spec_decode is not None
+    for accepted in (3, 1, 2, 0):  # 4 drafts of 3 tokens, 6 accepted
+        metrics.spec_decode.record_draft(accepted)
+    after = scrape(metrics, 110.0)
+    figures = aggregate({"p": before}, {"p": after})
+    assert figures.generation_tokens_per_second == pytest.approx(50.0)
+    assert figures.prompt_tokens_per_second == pytest.approx(20.0)
+    assert figures.mtp_acceptance_rate == pytest.approx(6 / 12)
+    assert figures.mtp_mean_accepted_length == pytest.approx(1 + 6 / 4)
+    assert figures.pods_with_rates == 1
+
+
+def test_a_restarted_pod_never_gives_a_negative_rate() -> None:
+    old, new = stand_in(), stand_in()
+    old.generation_tokens.inc(10_000)
+    before = scrape(old, 0.0)
+    new.generation_tokens.inc(300)  # the restarted vLLM counts from zero again
+    after = scrape(new, 10.0)
+    figures = aggregate({"p": before}, {"p": after})
+    assert figures.generation_tokens_per_second == pytest.approx(30.0)
+
+
+def test_a_restart_seen_through_created_even_when_the_counter_climbed_past() -> None:
+    before = PodSample(0.0, {s.GENERATION_TOKENS: 100.0}, {s.GENERATION_TOKENS: 1.0}, {})
+    after = PodSample(10.0, {s.GENERATION_TOKENS: 150.0}, {s.GENERATION_TOKENS: 5.0}, {})
+    figures = aggregate({"p": before}, {"p": after})
+    assert figures.generation_tokens_per_second == pytest.approx(15.0)  # 150 new, not 50
+
+
+def test_counter_increase() -> None:
+    assert counter_increase(10, 25) == 15
+    assert counter_increase(25, 10) == 10
+    assert counter_increase(10, 25, restarted=True) == 25
+
+
+def test_pods_add_up_a_new_pod_gives_no_rate_yet_and_silent_pods_are_listed() -> None:
+    a, b = stand_in(0), stand_in(0)
+    first = {"a": scrape(a, 0.0)}
+    a.generation_tokens.inc(100)
+    a.num_requests_waiting.set(4)
+    b.num_requests_waiting.set(1)
+    a.kv_cache_usage_perc.set(0.5)
+    second = {"a": scrape(a, 10.0), "b": scrape(b, 10.0)}
+    figures = aggregate(first, second, unresponsive=["c", "0"])
+    assert figures.generation_tokens_per_second == pytest.approx(10.0)
+    assert figures.requests_waiting == 5
+    assert figures.kv_cache_usage == pytest.approx(0.25)
+    assert figures.mtp_acceptance_rate is None  # no speculative decoding: no ratio
+    assert (figures.pods_sampled, figures.pods_with_rates) == (2, 1)
+    assert figures.unresponsive_pods == ("0", "c")
+
+
+def test_ttft_quantiles_come_from_the_interval_not_the_lifetime() -> None:
+    metrics = stand_in(0)
+    for _ in range(100):
+        metrics.time_to_first_token.observe(5.0)  # old, slow requests
+    before = scrape(metrics, 0.0)
+    for _ in range(100):
+        metrics.time_to_first_token.observe(0.03)  # in the (0.02, 0.04] bucket
+    figures = aggregate({"p": before}, {"p": scrape(metrics, 10.0)})
+    assert figures.ttft_seconds_p50 == pytest.approx(0.03)
+    assert figures.ttft_seconds_p95 == pytest.approx(0.02 + 0.02 * 0.95)
+
+
+@pytest.mark.parametrize(
+    ("quantile", "buckets", "expected"),
+    [
+        # Prometheus's own examples: linear inside the bucket, 0 as the lowest bucket's start.
+        (0.5, [(1.0, 10.0), (2.0, 20.0), (math.inf, 20.0)], 1.0),
+        (0.75, [(1.0, 10.0), (2.0, 20.0), (math.inf, 20.0)], 1.5),
+        (0.25, [(1.0, 10.0), (2.0, 20.0), (math.inf, 20.0)], 0.5),
+        # A rank in the +Inf bucket: the highest finite bound.
+        (0.99, [(1.0, 10.0), (2.0, 20.0), (math.inf, 40.0)], 2.0),
+        (0.5, [(1.0, 0.0), (math.inf, 0.0)], None),  # empty
+        (0.5, [(1.0, 3.0)], None),  # no +Inf bucket
+    ],
+)
+def test_histogram_quantile_matches_prometheus(
+    quantile: float, buckets: list[tuple[float, float]], expected: float | None
+) -> None:
+    assert histogram_quantile(quantile, buckets) == expected

@@ -1,0 +1,255 @@
+"""The pure status function: conditions, reasons, phases and lastTransitionTime (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemotron_operator.api import Condition, Throughput
+from nemotron_operator.status import (
+    Blocker,
+    Capacity,
+    Observation,
+    Problem,
+    StatusInputs,
+    compute_status,
+    observe,
+)
+from tests.unit.status.helpers import inventory, node, plan
+
+T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
+PLAN = plan(inventory([node("h1")]), gpu={"count": 1})
+FITS = Capacity(True, "room", 1, 8)
+SHORT = Capacity(False, "needs 1 node with 1 free NVIDIA-H200; the largest free slot is 0", 1, 0)
+
+
+def inputs(**changes: Any) -> StatusInputs:
+    base: dict[str, Any] = {
+        "generation": 3,
+        "replicas": 1,
+        "selector": "app=x",
+        "endpoint": "http://nano.ai.svc:8000/v1",
+        "plan": PLAN,
+        "capacity": FITS,
+        "observation": Observation(1, None),
+    }
+    return StatusInputs(**{**base, **changes})
+
+
+def conditions(status: Any) -> dict[str, Any]:
+    return {c.type: c for c in status.conditions}
+
+
+def test_ready_deployment() -> None:
+    status = compute_status(inputs(), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "Ready"
+    assert status.ready == "1/1"
+    assert status.observed_generation == 3
+    assert status.endpoint == "http://nano.ai.svc:8000/v1"
+    assert [c.type for c in status.conditions] == [
+        "Feasible",
+        "CapacityAvailable",
+        "Progressing",
+        "Ready",
+        "Degraded",
+    ]
+    assert found["Ready"].status == "True"
+    assert found["Ready"].reason == "AllReplicasReady"
+    assert found["Feasible"].reason == "Planned"
+    assert found["Progressing"].status == "False"
+    assert found["Degraded"].status == "False"
+    assert all(c.observed_generation == 3 for c in status.conditions)
+
+
+def test_last_transition_time_moves_only_when_status_flips() -> None:
+    loading = Observation(0, Blocker("LoadingModel", "pod x is loading"))
+    first = compute_status(inputs(observation=loading), None, now=T0)
+    # Same status, new message: the time stays.
+    other = Observation(0, Blocker("WaitingForPods", "pod x is Pending"))
+    second = compute_status(inputs(observation=other), first, now=T1)
+    assert conditions(second)["Ready"].last_transition_time == T0
+    assert conditions(second)["Ready"].reason == "WaitingForPods"
+    # Ready flips: its time moves; Feasible did not flip and keeps T0.
+    third = compute_status(inputs(), second, now=T2)
+    assert conditions(third)["Ready"].last_transition_time == T2
+    assert conditions(third)["Feasible"].last_transition_time == T0
+    # Nothing changed: the status is identical (so the controller writes nothing).
+    assert compute_status(inputs(), third, now="2026-01-01T09:00:00Z") == third
+
+
+def test_infeasible_spec_says_why_and_has_no_endpoint() -> None:
+    problem = Problem("InsufficientGPUMemory", "no layout holds minConcurrency; add GPUs")
+    status = compute_status(inputs(plan=None, problem=problem, observation=None), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "Infeasible"
+    assert found["Feasible"].status == "False"
+    assert found["Feasible"].reason == "InsufficientGPUMemory"
+    assert found["Ready"].reason == "InsufficientGPUMemory"
+    assert found["CapacityAvailable"].status == "Unknown"
+    assert status.plan is None
+    assert status.endpoint is None
+
+
+def test_missing_capacity_and_karpenter() -> None:
+    waiting = Observation(0, Blocker("Unschedulable", "pod x cannot be scheduled"))
+    status = compute_status(inputs(capacity=SHORT, observation=waiting), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "WaitingForCapacity"
+    assert found["CapacityAvailable"].reason == "InsufficientGPUs"
+    assert "largest free slot is 0" in found["CapacityAvailable"].message
+    pooled = compute_status(
+        inputs(capacity=SHORT, karpenter=True, observation=waiting), None, now=T0
+    )
+    assert conditions(pooled)["CapacityAvailable"].reason == "WaitingForNodes"
+
+
+def test_stuck_pods_degrade_and_stop_progress() -> None:
+    crash = Observation(0, Blocker("CrashLoop", "pod x keeps crashing"))
+    status = compute_status(inputs(observation=crash), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "Degraded"
+    assert found["Degraded"].status == "True"
+    assert found["Degraded"].reason == "CrashLoop"
+    assert found["Progressing"].status == "False"
+    assert found["Ready"].reason == "CrashLoop"
+
+
+def test_lost_replicas_degrade_but_a_rollout_does_not() -> None:
+    lost = compute_status(inputs(replicas=2, observation=Observation(1, None)), None, now=T0)
+    assert conditions(lost)["Degraded"].reason == "ReplicasUnavailable"
+    rolling = Observation(1, Blocker("RolloutInProgress", "1 of 2 updated"))
+    status = compute_status(inputs(replicas=2, observation=rolling), None, now=T0)
+    assert conditions(status)["Degraded"].status == "False"
+    assert conditions(status)["Progressing"].status == "True"
+    assert status.phase == "Deploying"
+
+
+def test_conditions_of_other_types_and_throughput_are_kept() -> None:
+    first = compute_status(inputs(), None, now=T0)
+    # A condition another part of the operator adds (e.g. PlanAccurate, not yet in the API).
+    foreign = Condition.model_construct(
+        type="PlanAccurate", status="True", reason="Measured", message="", last_transition_time=T0
+    )
+    previous = first.model_copy(
+        update={
+            "conditions": [*first.conditions, foreign],
+            "throughput": Throughput(generation_tokens_per_second=12.5),
+        }
+    )
+    status = compute_status(inputs(), previous, now=T1)
+    assert [c.type for c in status.conditions][-1] == "PlanAccurate"
+    assert status.throughput is not None
+    assert status.throughput.generation_tokens_per_second == 12.5
+
+
+def _pod(name: str, *, ready: bool = False, **status: Any) -> dict[str, Any]:
+    conditions = [{"type": "Ready", "status": "True" if ready else "False"}]
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {
+                "app.kubernetes.io/component": "serving",
+                "serving.nemotron.io/replica": name[-1],
+            },
+        },
+        "status": {"conditions": conditions, **status},
+    }
+
+
+def _sts(name: str, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "generation": 1},
+        "spec": {"replicas": replicas},
+        "status": {
+            "observedGeneration": 1,
+            "updatedReplicas": replicas,
+            "currentRevision": "a",
+            "updateRevision": "a",
+        },
+    }
+
+
+def _observe(pods: list[dict[str, Any]], **kw: Any) -> Observation:
+    args: dict[str, Any] = {
+        "desired_replicas": 1,
+        "nodes_per_replica": 1,
+        "expected_statefulsets": ["nano"],
+        "statefulsets": [_sts("nano")],
+        "pods": pods,
+    }
+    return observe(**{**args, **kw})
+
+
+def test_observe_reasons() -> None:
+    missing = {
+        "initContainerStatuses": [
+            {
+                "name": "download",
+                "state": {
+                    "waiting": {
+                        "reason": "CreateContainerConfigError",
+                        "message": 'secret "hf-token" not found',
+                    }
+                },
+            }
+        ]
+    }
+    found = _observe([_pod("nano-0", **missing)])
+    assert found.blocker is not None
+    assert found.blocker.reason == "SecretNotFound"
+    assert "tokenSecretRef" in found.blocker.message
+    crash = {
+        "containerStatuses": [
+            {
+                "name": "vllm",
+                "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"message": "error: unrecognized arguments: --x"}},
+            }
+        ]
+    }
+    crashed = _observe([_pod("nano-0", **crash)]).blocker
+    assert crashed is not None
+    assert crashed.reason == "CrashLoop"
+    assert "unrecognized arguments" in crashed.message
+    unscheduled = _pod("nano-0")
+    unscheduled["status"]["conditions"].append(
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/2 nodes",
+        }
+    )
+    blocked = _observe([unscheduled]).blocker
+    assert blocked is not None
+    assert blocked.reason == "Unschedulable"
+    loading = _observe([_pod("nano-0", phase="Running")]).blocker
+    assert loading is not None
+    assert loading.reason == "LoadingModel"
+    none_yet = _observe([], statefulsets=[]).blocker
+    assert none_yet is not None
+    assert none_yet.reason == "WaitingForPods"
+
+
+def test_observe_multi_node_replicas_need_every_pod_ready() -> None:
+    pods = [_pod("a-0", ready=True), _pod("b-0", ready=True), _pod("c-1", ready=True)]
+    for pod, replica in zip(pods, ("0", "0", "1"), strict=True):
+        pod["metadata"]["labels"]["serving.nemotron.io/replica"] = replica
+    found = _observe(
+        pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
+    )
+    assert found.ready_replicas == 1  # replica 1 has one of its two pods
+    ready = _observe([_pod("nano-0", ready=True)])
+    assert ready == Observation(1, None)
+
+
+def test_a_refused_apply_degrades_with_the_server_message() -> None:
+    refused = "PATCH /apis/apps/v1/namespaces/ai/statefulsets/nano: 422 Invalid: spec: Forbidden"
+    status = compute_status(inputs(apply_error=refused), None, now=T0)
+    found = conditions(status)
+    assert status.phase == "Degraded"
+    assert found["Degraded"].reason == "ApplyRejected"
+    assert "422 Invalid: spec: Forbidden" in found["Degraded"].message
+    assert found["Progressing"].status == "False"
+    assert found["Ready"].status == "True"  # the pods of the earlier spec still serve

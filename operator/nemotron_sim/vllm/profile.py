@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from nemotron_operator.catalog import params
 from nemotron_operator.catalog.models import (
-    BF16_PARTS,
     EMBEDDING,
     FINAL_NORM,
     LM_HEAD,
@@ -22,10 +21,12 @@ from nemotron_operator.catalog.models import (
     VISION,
     ModelEntry,
 )
-from nemotron_operator.catalog.precision import BF16_HALF_BITS, half_bits
 
 MIB = 2**20
-CUDA_GRAPH_BYTES = 1024 * MIB
+# Fitted to vLLM's startup logs (docs/sizing.md §9): the graphs' private pool, and the profile
+# run's torch peak beyond activations and logits (allocator rounding, workspaces).
+CUDA_GRAPH_BYTES = 512 * MIB
+PROFILE_BASE_BYTES = 410 * MIB
 NON_TORCH_BYTES = 512 * MIB
 NCCL_BYTES = 768 * MIB
 LOGITS_BYTES = 8  # fp32 logits and one fp32 working copy per vocab entry
@@ -71,8 +72,9 @@ def _part_on_rank(model: ModelEntry, name: str, rank: Rank) -> int:
             on_rank = count * _cdiv(experts, rank.tp) // experts
         else:
             on_rank = _cdiv(count, rank.tp)
-        bits = BF16_HALF_BITS if name in BF16_PARTS else half_bits(model.precision, category)
-        half_bits_total += on_rank * bits
+        # The checkpoint's own precision per part (the MTP head and embeddings stay BF16, except
+        # where the released sizes show quantized MTP experts).
+        half_bits_total += on_rank * model.half_bits(name, category)
     return _cdiv(half_bits_total, 16)
 
 
@@ -139,7 +141,7 @@ def non_kv(model: ModelEntry, rank: Rank, stage: int) -> int:
         total += rows * model.vocab_size * LOGITS_BYTES
     if stage == 0 and model.vision:
         total += _vision_pass(model, rank.max_num_batched_tokens)
-    total += CUDA_GRAPH_BYTES + NON_TORCH_BYTES
+    total += PROFILE_BASE_BYTES + CUDA_GRAPH_BYTES + NON_TORCH_BYTES
     if rank.tp * rank.pp > 1:
         total += NCCL_BYTES
     return total

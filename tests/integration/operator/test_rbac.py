@@ -59,7 +59,7 @@ def test_the_documented_rbac_is_enough(sim_cluster: SimClusterHandle, tmp_path: 
             deployment(
                 model={"source": source},
                 nodePool=karpenter,
-                monitoring={"serviceMonitor": {"enabled": True}},
+                monitoring={"podMonitor": {"enabled": True}},
                 storage={"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
             ),
         )

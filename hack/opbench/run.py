@@ -267,13 +267,13 @@ class OperatorPhases:
         its predecessor's Lease to expire is not resynced until it has done the work.
         """
         assert self.operator is not None
-        previous_log = self.operator.tail(15).splitlines()
         count = await self.client.count_deployments()
         report.say(f"operator: restart with {count} deployments")
         before = await self.statuses()
         stop_start = time.perf_counter()
         exit_code = self.operator.stop()
         stopped_s = time.perf_counter() - stop_start
+        previous_log = self.operator.tail(15).splitlines()  # after the stop: how it ended
         self.operator = None
         started_wall = time.time()
         watching_s = await self.start()

@@ -385,6 +385,3 @@ def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
         "lease_writes": counts.writes(not_bench, leases=True),
         "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
     }
-
-
-__all__ = ["GROUP_PATH", "OperatorExitedError", "OperatorPhases"]

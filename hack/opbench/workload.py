@@ -3,7 +3,6 @@ the same writes made by a plain client (plan, render, server-side apply, status.
 
 from __future__ import annotations
 
-import copy
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ import yaml
 from nemotron_operator.api.errors import parse_deployment
 from nemotron_operator.render import Owner, RenderOptions, render_all
 from nemotron_operator.sizing import GpuInventory, inventory_from_nodes, plan_deployment
-from opbench.api import MERGE, Client, object_path
+from opbench.api import MERGE, Client
 from opbench.collector import Collector, Key
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,11 +71,8 @@ async def floor_reconcile(
         await client.apply(obj, FLOOR_MANAGER)
     plan = result.plan.model_dump(mode="json", by_alias=True, exclude_none=True)
     path = object_path_of_deployment(key) + "/status"
-    await client.send("PATCH", path, {"status": {"plan": copy.deepcopy(plan)}}, MERGE)
+    await client.send("PATCH", path, {"status": {"plan": plan}}, MERGE)
 
 
 def object_path_of_deployment(key: Key) -> str:
     return f"/apis/serving.nemotron.io/v1alpha1/namespaces/{key[0]}/nemotrondeployments/{key[1]}"
-
-
-__all__ = ["object_path"]

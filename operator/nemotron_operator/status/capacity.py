@@ -35,9 +35,11 @@ def check_capacity(inventory: GpuInventory, plan: Plan, *, karpenter: bool = Fal
     usable = [n for n in inventory.nodes_of(product) if n.ready and n.schedulable]
     slots = sum(n.free_gpus // per_pod for n in usable) if per_pod else 0
     if pods_needed == 0 or slots >= pods_needed:
+        # No cluster-wide count in the message: it would change whenever any other deployment
+        # starts or stops, and rewrite this status (hack/bench-operator.py measured the churn).
         return Capacity(
             True,
-            f"{slots} free slot(s) of {per_pod} {product} GPU(s) for {pods_needed} serving pod(s)",
+            f"room for {pods_needed} serving pod(s) of {per_pod} {product} GPU(s)",
             pods_needed,
             slots,
         )

@@ -17,7 +17,7 @@ from nemotron_sim.apiserver.objects import meta
 from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo, ResourceKey
 from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
-from nemotron_sim.apiserver.simcontrol import sim_endpoint
+from nemotron_sim.apiserver.simcontrol import RequestCounts, sim_endpoint
 from nemotron_sim.apiserver.store import Store
 from nemotron_sim.apiserver.tokens import ADMIN
 from nemotron_sim.apiserver.watch import Watches
@@ -110,12 +110,14 @@ class ApiHandler:
         self.store, self.faults, self.watches, self.reviews = store, faults, watches, reviews
         self.gate = gate
         self.journal: deque[tuple[str, str, int]] = deque(maxlen=10_000)
+        self.counts = RequestCounts()
         self.logs: podlogs.LogSource | None = None  # the kubelet's log files, for pods/log
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if request.path.startswith("/_sim/"):
-            return await sim_endpoint(request, self.faults, self.journal)
+            return await sim_endpoint(request, self.faults, self.journal, self.counts)
         is_watch = request.query.get("watch") in ("true", "1") or "/watch/" in request.path
+        self.counts.record(request, watch=is_watch)
         fault = self.faults.take(request.method, request.path_qs, watch=is_watch)
         if fault is not None and not fault.watch_only:
             await sleep_for(fault)

@@ -1,25 +1,107 @@
-"""``/_sim/``: the simulation's own control endpoints (faults, the request journal)."""
+"""``/_sim/``: the simulation's own control endpoints (faults, the request journal, counts)."""
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from nemotron_sim.apiserver.errors import bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector
-from nemotron_sim.apiserver.wire import json_response
+from nemotron_sim.apiserver.wire import APPLY, json_response
+
+
+def request_verb(method: str, path: str, *, watch: bool, content_type: str) -> tuple[str, str]:
+    """(Kubernetes verb, resource[/subresource]) of a request, from its path alone: a counter
+    must not fail, so a path that names no resource is counted as ``(discovery)`` (``/api``,
+    ``/apis/<group>/<version>``) or ``(<first segment>)`` (``/version``, ``/openapi``)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        rest = parts[3:]
+    elif parts[:1] in (["api"], ["apis"]):
+        return method.lower(), "(discovery)"
+    else:
+        return method.lower(), f"({parts[0] if parts else ''})"
+    if rest[0] == "watch":
+        watch, rest = True, rest[1:]
+    if len(rest) >= 3 and rest[0] == "namespaces" and rest[2:] not in (["status"], ["finalize"]):
+        rest = rest[2:]  # a namespaced resource, not a namespace's own subresource
+    if not rest:
+        return method.lower(), "?"
+    resource = "/".join([rest[0], *rest[2:3]])
+    named = len(rest) > 1
+    if method == "GET":
+        verb = "watch" if watch else ("get" if named else "list")
+    elif method == "PATCH":
+        verb = "apply" if content_type.startswith(APPLY) else "patch"
+    elif method == "DELETE":
+        verb = "delete" if named else "deletecollection"
+    else:
+        verb = {"POST": "create", "PUT": "update"}.get(method, method.lower())
+    return verb, resource
+
+
+@dataclass
+class RequestCounts:
+    """Requests by client (User-Agent's product), verb and resource, counted when they arrive.
+
+    Unlike the journal it does not wrap: a benchmark resets it, runs a phase and reads how many
+    requests of each kind the phase cost, and when each kind was last seen (wall clock).
+    """
+
+    since: float = field(default_factory=time.time)
+    counts: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+
+    def record(self, request: web.Request, *, watch: bool) -> None:
+        agent = request.headers.get("User-Agent", "").split("/", 1)[0].split(" ", 1)[0]
+        verb, resource = request_verb(
+            request.method, request.path, watch=watch, content_type=request.content_type
+        )
+        row = self.counts.setdefault((agent or "?", verb, resource), [0, 0.0])
+        row[0] += 1
+        row[1] = time.time()
+
+    def reset(self) -> None:
+        self.counts.clear()
+        self.since = time.time()
+
+    def to_dict(self) -> dict[str, object]:
+        rows = [
+            {"agent": a, "verb": v, "resource": r, "count": int(c), "last": last}
+            for (a, v, r), (c, last) in sorted(self.counts.items())
+        ]
+        return {"since": self.since, "now": time.time(), "counts": rows}
 
 
 async def sim_endpoint(
-    request: web.Request, faults: FaultInjector, journal: deque[tuple[str, str, int]]
+    request: web.Request,
+    faults: FaultInjector,
+    journal: deque[tuple[str, str, int]],
+    counts: RequestCounts,
 ) -> web.Response:
-    """``/_sim/faults`` (GET, POST, DELETE, DELETE ``/{id}``) and ``/_sim/requests``."""
+    """``/_sim/faults`` (GET, POST, DELETE, DELETE ``/{id}``), ``/_sim/requests`` (GET) and
+    ``/_sim/request-counts`` (GET; DELETE resets)."""
     parts = [p for p in request.path.split("/") if p]
     if parts[1:] == ["requests"] and request.method == "GET":
         return json_response([{"method": m, "path": p, "status": s} for m, p, s in journal])
+    if parts[1:] == ["request-counts"]:
+        if request.method == "DELETE":
+            counts.reset()
+        elif request.method != "GET":
+            raise web.HTTPMethodNotAllowed(request.method, ["GET", "DELETE"])
+        return json_response(counts.to_dict())
     if parts[1:2] != ["faults"]:
         raise web.HTTPNotFound()
+    return await _faults_endpoint(request, faults, parts)
+
+
+async def _faults_endpoint(
+    request: web.Request, faults: FaultInjector, parts: list[str]
+) -> web.Response:
     if request.method == "GET":
         return json_response([f.to_dict() for f in faults.active()])
     if request.method == "POST":

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Benchmark the operator against the SIMULATED cluster: how fast and how quietly it converges.
+
+Starts ``python -m nemotron_sim`` (its own process, enough 8x H200 nodes) and the operator (a
+real process: ``--operator-cmd``), then measures and prints a table, and writes JSON:
+
+1. convergence: N NemotronDeployments (the Nano example, 1 GPU each) created at once across 20
+   namespaces — time from each create to its children applied with ``status.plan`` written, and
+   to ``Ready``, seen through watches: p50/p95/p99/max; single deployments one at a time (idle);
+2. the floor, in the same run, before the operator starts: this client makes the same writes
+   itself (plan, ``render_all`` with an owner, one server-side apply per child, ``status.plan``);
+   the operator's time ÷ the floor's;
+3. API efficiency: requests by verb per deployment (counted by the API stand-in per client,
+   ``/_sim/request-counts``), writes per deployment at convergence, writes while idle;
+4. footprint: operator RSS and CPU seconds (/proc), idle CPU, RSS growth while idle;
+5. restart: a restarted operator's resync time and the writes it makes;
+6. the planner: plans per second over the whole catalog (``hack/bench-plan.py``).
+
+Modes: default N = 1, 100, 1000 with 5 min (writes) / 10 min (RSS) of idle — one idle window,
+writes counted over its first part; ``--quick`` N = 1, 100 and 20 s / 30 s idle (under 2 min);
+``--tiny`` N = 1, 3 and 1 s idle (seconds; what the test suite runs). Figures are printed, never
+asserted. Usage:
+
+    hack/bench-operator.py [--quick|--tiny] [--json PATH] [--operator-cmd CMD] [--sizes 1,100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import importlib.util
+import json
+import math
+import os
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
+
+import aiohttp  # noqa: E402
+import yaml  # noqa: E402
+
+from opbench import report  # noqa: E402
+from opbench.api import CRD_PATH, Client, bounded, not_bench  # noqa: E402
+from opbench.collector import Collector, Key  # noqa: E402
+from opbench.procs import SimCluster  # noqa: E402
+from opbench.run import OperatorPhases, lat, wall  # noqa: E402
+from opbench.workload import (  # noqa: E402
+    expected_children,
+    floor_reconcile,
+    gpus_per_replica,
+    inventory,
+    layout,
+    manifest,
+)
+
+DEFAULT_OPERATOR = "{python} -m nemotron_operator.cli run"
+# Loopback and free ports: other processes on the machine may hold the defaults (8080, 8081).
+OPERATOR_ENV = {
+    "NEMOTRON_OPERATOR_BIND_ADDRESS": "127.0.0.1",
+    "NEMOTRON_OPERATOR_HEALTH_PORT": "0",
+    "NEMOTRON_OPERATOR_METRICS_PORT": "0",
+}
+MODES = {  # sizes, singles, idle seconds for writes, idle seconds for RSS, planner rounds
+    "full": ((100, 1000), 20, 300.0, 600.0, 20),
+    "quick": ((100,), 10, 20.0, 30.0, 5),
+    "tiny": ((3,), 2, 1.0, 1.0, 1),
+}
+
+
+def load_bench_plan() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_plan", ROOT / "hack" / "bench-plan.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def floor_phase(
+    client: Client, collector: Collector, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The same writes from this client, one deployment at a time, then N at once."""
+    gpus = await inventory(client)
+    out: dict[str, Any] = {"manager": "nemotron-bench-floor", "batches": {}}
+    keys = [("floor-single", f"single-{i:02d}") for i in range(args.singles)]
+    report.say(f"floor: {len(keys)} single deployments, then {args.sizes} at once")
+    await setup_namespaces(client, collector, keys, gpus)
+    for key in keys:
+        await floor_reconcile(client, collector, key, gpus)
+        await collector.wait([key], "converged", 30)
+    out["single"] = {"converged": lat(collector, keys, "converged")}
+    namespaces = {"floor-single"}
+    for size in args.sizes:
+        keys = layout(f"floor-b{size}", size, args.namespaces)
+        await setup_namespaces(client, collector, keys, gpus)
+        namespaces |= {k[0] for k in keys}
+        await client.reset_counts()
+        start = time.perf_counter()
+        await bounded(
+            [functools.partial(floor_reconcile, client, collector, k, gpus) for k in keys],
+            args.concurrency,
+        )
+        await collector.wait(keys, "converged", args.timeout)
+        counts = await client.counts()
+        out["batches"][str(size)] = {
+            "converged": lat(collector, keys, "converged"),
+            "converged_wall_s": wall(collector, keys, "converged", start),
+            "requests_per_deployment": round(counts.total(lambda a: not not_bench(a)) / size, 2),
+        }
+    out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
+    return out
+
+
+async def setup_namespaces(
+    client: Client, collector: Collector, keys: list[Key], gpus: Any
+) -> None:
+    for namespace in sorted({k[0] for k in keys}):
+        await client.ensure_namespace(namespace)
+    for key in keys:
+        collector.expect(key, expected_children(manifest(*key), gpus))
+
+
+async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    bench_plan = load_bench_plan()
+    report.say("planner: plans per second over the catalog")
+    results["planner"] = bench_plan.catalog_throughput(args.planner_rounds)
+    path = [str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+    with tempfile.TemporaryDirectory(prefix="nemotron-bench-op-") as tmp:
+        sim = SimCluster(args.nodes, Path(tmp), env)
+        try:
+            sim.wait_ready()
+            results["cluster"] = {"nodes": args.nodes, "rss_mib_start": round(sim.rss_mib(), 1)}
+            connector = aiohttp.TCPConnector(limit=args.concurrency + 16)
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
+            async with aiohttp.ClientSession(
+                connector=connector, timeout=timeout, read_bufsize=2**22
+            ) as session:
+                client = Client(session, sim.url)
+                for crd in sorted((ROOT / "crds").glob("*.yaml")):
+                    await client.send("POST", CRD_PATH, yaml.safe_load(crd.read_text()))
+                collector = Collector(client)
+                await collector.start()
+                gpus = await inventory(client)
+                results["cluster"]["gpus_per_deployment"] = gpus_per_replica(gpus)
+                results["floor"] = await floor_phase(client, collector, args)
+                operator_env = {
+                    **env,
+                    **OPERATOR_ENV,
+                    "KUBECONFIG": str(sim.kubeconfig),
+                    **args.operator_env,
+                }
+                phases = OperatorPhases(client, collector, sim, args, env=operator_env, gpus=gpus)
+                await phases.run(results)
+                results["floor"]["ratio"] = ratios(results)
+                results["cluster"]["cpu_s_total"] = round(sim.cpu_seconds(), 1)
+                results["cluster"]["rss_mib_end"] = round(sim.rss_mib(), 1)
+                results["collector_watch_events"] = collector.events
+                await collector.stop()
+        finally:
+            sim.stop()
+
+
+def ratios(results: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Operator ÷ floor: wall time for a batch to converge, and the median deployment."""
+    operator, floor = results.get("convergence") or {}, results["floor"]
+
+    def divide(a: Any, b: Any) -> float | None:
+        return round(a / b, 2) if isinstance(a, int | float) and b else None
+
+    out = {
+        "single": {
+            "converged_p50": divide(
+                (operator.get("single") or {}).get("converged", {}).get("p50_ms"),
+                floor["single"]["converged"].get("p50_ms"),
+            )
+        }
+    }
+    for size, row in (operator.get("batches") or {}).items():
+        base = floor["batches"].get(size) or {}
+        out[size] = {
+            "converged_wall": divide(row.get("converged_wall_s"), base.get("converged_wall_s")),
+            "converged_p50": divide(
+                row["converged"].get("p50_ms"), base.get("converged", {}).get("p50_ms")
+            ),
+        }
+    return out
+
+
+def operator_argv(command: str) -> list[str] | None:
+    if command.strip().lower() == "none":
+        return None
+    return [part.replace("{python}", sys.executable) for part in shlex.split(command)]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="N = 1, 100; short idle (< 2 min)")
+    mode.add_argument("--tiny", action="store_true", help="N = 1, 3; seconds (the test suite)")
+    parser.add_argument("--sizes", help="comma-separated batch sizes, each applied at once "
+                        "(full 100,1000; quick 100; tiny 3)")  # fmt: skip
+    parser.add_argument("--singles", type=int, help="single deployments applied one at a time")
+    parser.add_argument("--namespaces", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=16, help="creates in flight")
+    parser.add_argument(
+        "--idle-writes-seconds",
+        type=float,
+        help="idle window in which writes are counted (full 300, quick 20)",
+    )
+    parser.add_argument(
+        "--idle-rss-seconds",
+        type=float,
+        help="idle window for RSS growth and idle CPU (full 600, quick 30)",
+    )
+    parser.add_argument(
+        "--restart-settle-seconds",
+        type=float,
+        default=None,
+        help="after a restart, how long without operator activity means resynced",
+    )
+    parser.add_argument("--timeout", type=float, default=None, help="per phase (default by N)")
+    parser.add_argument("--nodes", help="default: enough 8x NVIDIA-H200 nodes for every phase")
+    parser.add_argument("--operator-cmd", default=DEFAULT_OPERATOR,
+                        help="the operator's command line ({python}: this interpreter); "
+                        "'none' measures the floor and the planner only")  # fmt: skip
+    parser.add_argument("--operator-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra environment for the operator (repeatable)")  # fmt: skip
+    parser.add_argument("--planner-rounds", type=int)
+    parser.add_argument("--json", type=Path, help="write the figures here "
+                        "(default docs/benchmarks/operator.json in the full mode)")  # fmt: skip
+    args = parser.parse_args(argv)
+    name = "tiny" if args.tiny else "quick" if args.quick else "full"
+    sizes, singles, idle_writes, idle_rss, rounds = MODES[name]
+    args.mode = name
+    args.sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(sizes)
+    args.singles = singles if args.singles is None else args.singles
+    args.idle_writes_seconds = args.idle_writes_seconds or idle_writes
+    args.idle_rss_seconds = max(args.idle_rss_seconds or idle_rss, args.idle_writes_seconds)
+    args.planner_rounds = args.planner_rounds or rounds
+    args.restart_settle_seconds = args.restart_settle_seconds or (1.0 if name == "tiny" else 5.0)
+    args.timeout = args.timeout or max(120.0, 0.6 * max(args.sizes))
+    if args.json is None and name == "full":
+        args.json = ROOT / "docs" / "benchmarks" / "operator.json"
+    args.operator_argv = operator_argv(args.operator_cmd)
+    args.operator_env = dict(item.split("=", 1) for item in args.operator_env)
+    deployments = args.singles + sum(args.sizes)
+    args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(deployments * 1.1 / 8) + 1}"
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    results: dict[str, Any] = {
+        "machine": report.machine(),
+        "config": {k: v for k, v in vars(args).items() if k not in ("json",)},
+    }
+    results["config"]["operator_env"] = sorted(args.operator_env)
+    started = time.perf_counter()
+    try:
+        asyncio.run(run(args, results))
+    finally:
+        results["wall_s"] = round(time.perf_counter() - started, 1)
+        results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        for section in ("convergence", "floor", "api", "footprint", "restart", "planner"):
+            results.setdefault(section, {"error": "not reached (the run stopped earlier)"})
+        results["targets"] = report.targets(results)
+        report.print_table(results)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(results, indent=2, default=str) + "\n"
+            # No machine paths in a published file: the interpreter and the checkout.
+            text = text.replace(sys.executable, "python").replace(str(ROOT), ".")
+            args.json.write_text(text)
+            print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

@@ -1,0 +1,166 @@
+"""Watch-based timing: when each NemotronDeployment got its children, ``status.plan`` and
+``Ready``, seen from outside through cluster-wide watches (as a user would see it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from opbench.api import GROUP_PATH, Client
+
+Key = tuple[str, str]  # (namespace, name)
+CHILD_COLLECTIONS = {
+    "Service": "/api/v1/services",
+    "StatefulSet": "/apis/apps/v1/statefulsets",
+    "PodDisruptionBudget": "/apis/policy/v1/poddisruptionbudgets",
+    "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
+}
+_MANAGED = "labelSelector=app.kubernetes.io%2Fmanaged-by%3Dnemotron-operator"
+
+
+@dataclass
+class Track:
+    """One deployment's timeline (``time.perf_counter`` seconds)."""
+
+    children_missing: set[tuple[str, str]]
+    created: float | None = None
+    plan: float | None = None
+    children: float | None = None
+    ready: float | None = None
+
+    @property
+    def converged(self) -> float | None:
+        if self.plan is None or self.children is None:
+            return None
+        return max(self.plan, self.children)
+
+    def latency(self, what: str) -> float | None:
+        end = self.converged if what == "converged" else self.ready
+        if end is None or self.created is None:
+            return None
+        return max(0.0, end - self.created)
+
+
+@dataclass
+class Collector:
+    client: Client
+    tracks: dict[Key, Track] = field(default_factory=dict)
+    events: int = 0
+    _children: dict[tuple[str, str, str], Key] = field(default_factory=dict)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _synced: int = 0
+
+    def expect(self, key: Key, children: Iterable[tuple[str, str]]) -> None:
+        """Register a deployment before creating it; ``children`` are (kind, name) pairs."""
+        wanted = set(children)
+        self.tracks[key] = Track(children_missing=wanted)
+        for kind, name in wanted:
+            self._children[(key[0], kind, name)] = key
+
+    def created(self, key: Key, when: float) -> None:
+        self.tracks[key].created = when
+
+    async def start(self) -> None:
+        collections = {"NemotronDeployment": f"{GROUP_PATH}/nemotrondeployments"}
+        collections |= {k: f"{p}?{_MANAGED}" for k, p in CHILD_COLLECTIONS.items()}
+        for kind, path in collections.items():
+            handler = self._on_deployment if kind == "NemotronDeployment" else self._child(kind)
+            self._tasks.append(asyncio.create_task(self._stream(path, handler)))
+        deadline = time.monotonic() + 30
+        while self._synced < len(collections):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the collector's watches did not start")
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def wait(self, keys: Iterable[Key], what: str, seconds: float) -> bool:
+        """Until every key has ``what`` ("converged" or "ready"); False on timeout."""
+        keys = list(keys)
+        deadline = time.monotonic() + seconds
+        while True:
+            if all(self.tracks[k].latency(what) is not None for k in keys):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), min(left, 1.0))
+
+    def pending(self, keys: Iterable[Key], what: str) -> list[Key]:
+        return [k for k in keys if self.tracks[k].latency(what) is None]
+
+    # --- watch handling ------------------------------------------------------------------------
+
+    def _on_deployment(self, obj: dict[str, Any], now: float) -> None:
+        meta = obj["metadata"]
+        track = self.tracks.get((meta["namespace"], meta["name"]))
+        if track is None:
+            return
+        status = obj.get("status") or {}
+        if track.plan is None and status.get("plan"):
+            track.plan = now
+            self._changed.set()
+        if track.ready is None and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        ):
+            track.ready = now
+            self._changed.set()
+
+    def _child(self, kind: str) -> Callable[[dict[str, Any], float], None]:
+        def handle(obj: dict[str, Any], now: float) -> None:
+            meta = obj["metadata"]
+            key = self._children.get((meta.get("namespace", ""), kind, meta["name"]))
+            if key is None:
+                return
+            track = self.tracks[key]
+            if (kind, meta["name"]) in track.children_missing:
+                track.children_missing.discard((kind, meta["name"]))
+                if not track.children_missing:
+                    track.children = now
+                    self._changed.set()
+
+        return handle
+
+    async def _stream(self, path: str, handle: Callable[[dict[str, Any], float], None]) -> None:
+        """List, then watch from the list's resourceVersion; relist after 410 or a cut."""
+        separator = "&" if "?" in path else "?"
+        first = True
+        while True:
+            listing = await self.client.send("GET", path)
+            now = time.perf_counter()
+            for item in listing["items"]:
+                handle(item, now)
+            version = listing["metadata"]["resourceVersion"]
+            if first:
+                self._synced += 1
+                first = False
+            url = (f"{self.client.url}{path}{separator}watch=1&allowWatchBookmarks=true"
+                   f"&resourceVersion={version}&timeoutSeconds=3600")  # fmt: skip
+            headers = {"User-Agent": "nemotron-bench/1"}
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with self.client.session.get(url, headers=headers) as response:
+                    async for line in response.content:
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        if event["type"] == "ERROR":
+                            break
+                        self.events += 1
+                        if event["type"] in ("ADDED", "MODIFIED"):
+                            handle(event["object"], time.perf_counter())

@@ -1,0 +1,156 @@
+"""Percentiles, the machine description, the targets and the printed table."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def say(text: str) -> None:
+    """Progress on stderr (the table and JSON are the results)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    """Nearest-rank percentile (the max for p99 of fewer than 100 samples)."""
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, math.ceil(fraction * len(ordered)) - 1))
+    return ordered[index]
+
+
+def latency_summary(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {"n": 0}
+    return {
+        "n": len(samples),
+        "p50_ms": round(1000 * statistics.median(samples), 1),
+        "p95_ms": round(1000 * percentile(samples, 0.95), 1),
+        "p99_ms": round(1000 * percentile(samples, 0.99), 1),
+        "max_ms": round(1000 * max(samples), 1),
+    }
+
+
+def machine() -> dict[str, Any]:
+    model = "unknown"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu_model": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _get(results: dict[str, Any], *path: str) -> Any:
+    node: Any = results
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets against what this run measured (None: not measured)."""
+    largest = str(results["config"]["sizes"][-1])
+    rows: list[tuple[str, str, Any, Any]] = [
+        (f"{largest} deployments converge (children + plan)", "<= 60 s",
+         _get(results, "convergence", "batches", largest, "converged_wall_s"), 60.0),
+        ("p99 single-deployment convergence when idle", "<= 500 ms",
+         _get(results, "convergence", "single", "converged", "p99_ms"), 500.0),
+        (f"operator / floor at {largest} (wall time to converge)", "<= 2",
+         _get(results, "floor", "ratio", largest, "converged_wall"), 2.0),
+        ("writes during idle (Lease renewals apart)", "0",
+         _get(results, "api", "idle", "writes"), 0),
+        (f"operator RSS at {largest}", "<= 250 MiB",
+         _get(results, "footprint", "rss_mib_converged"), 250.0),
+        ("restart resync", "<= 60 s", _get(results, "restart", "resync_s"), 60.0),
+        ("writes on restart (Lease apart)", "0", _get(results, "restart", "writes"), 0),
+    ]  # fmt: skip
+    return [
+        {"target": name, "goal": goal, "measured": value,
+         "met": None if value is None else bool(value <= limit)}
+        for name, goal, value, limit in rows
+    ]  # fmt: skip
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def print_table(results: dict[str, Any]) -> None:
+    info = results["machine"]
+    print(f"\noperator benchmark — {info['nproc']} CPU(s), {info['cpu_model']}, "
+          f"Python {info['python']}; load {info['load_average_at_start']} at start")  # fmt: skip
+    print(f"{'':34s}{'n':>6s}{'p50 ms':>10s}{'p95 ms':>10s}{'p99 ms':>10s}{'max ms':>10s}"
+          f"{'wall s':>9s}")  # fmt: skip
+    for source in ("convergence", "floor"):
+        section = results.get(source) or {}
+        for label, row in _rows(section):
+            print(f"{source + ' ' + label:34s}{_fmt(row.get('n')):>6s}"
+                  f"{_fmt(row.get('p50_ms')):>10s}{_fmt(row.get('p95_ms')):>10s}"
+                  f"{_fmt(row.get('p99_ms')):>10s}{_fmt(row.get('max_ms')):>10s}"
+                  f"{_fmt(row.get('wall_s')):>9s}")  # fmt: skip
+        if "error" in section:
+            print(f"{source}: {section['error']}")
+    for size, ratio in (_get(results, "floor", "ratio") or {}).items():
+        print(f"operator / floor at N={size}: {_fmt(ratio.get('converged_wall'))} (wall), "
+              f"{_fmt(ratio.get('converged_p50'))} (p50)")  # fmt: skip
+    api = results.get("api") or {}
+    for size, row in (api.get("batches") or {}).items():
+        print(f"API at N={size}: {row.get('requests_per_deployment')} requests/deployment "
+              f"{row.get('per_deployment_by_verb')}, "
+              f"{row.get('writes_per_deployment')} writes/deployment at convergence")  # fmt: skip
+    if "idle" in api:
+        idle = api["idle"]
+        print(f"idle {idle.get('seconds')} s: {idle.get('writes')} writes "
+              f"(+{idle.get('lease_writes')} Lease renewals), "
+              f"requests {idle.get('by_verb')}")  # fmt: skip
+    foot = results.get("footprint") or {}
+    if foot and "error" not in foot:
+        print(f"footprint: RSS {_fmt(foot.get('rss_mib_converged'), ' MiB')} at convergence, "
+              f"CPU {_fmt(foot.get('cpu_s_to_converge'), ' s')} to converge, idle CPU "
+              f"{_fmt(foot.get('idle_cpu_percent'), ' %')}, RSS growth "
+              f"{_fmt(foot.get('rss_growth_mib'), ' MiB')} over "
+              f"{_fmt(foot.get('idle_rss_seconds'), ' s')} idle")  # fmt: skip
+    restart = results.get("restart") or {}
+    if restart and "error" not in restart:
+        print(f"restart: resync {_fmt(restart.get('resync_s'), ' s')}, "
+              f"{restart.get('writes')} writes (+{restart.get('lease_writes')} Lease), "
+              f"requests {restart.get('by_verb')}")  # fmt: skip
+    plans = results.get("planner") or {}
+    if plans:
+        print(f"planner: {_fmt(plans.get('plans_per_second'))} plans/s over "
+              f"{plans.get('models')} catalog models × every GPU product")  # fmt: skip
+    for row in results.get("targets", []):
+        mark = {True: "met", False: "MISSED", None: "not measured"}[row["met"]]
+        print(f"  target {row['target']:52s} {row['goal']:>11s}  "
+              f"measured {_fmt(row['measured']):>10s}  {mark}")  # fmt: skip
+
+
+def _rows(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    single = section.get("single") or {}
+    rows = [(f"single {what}", single[what]) for what in ("converged", "ready") if what in single]
+    rows += [
+        (f"N={size} {what}", {**batch[what], "wall_s": batch.get(f"{what}_wall_s")})
+        for size, batch in (section.get("batches") or {}).items()
+        for what in ("converged", "ready")
+        if what in batch
+    ]
+    return rows

@@ -1,0 +1,387 @@
+"""The phases that need the operator: singles, batches, idle, footprint, restart."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+from opbench import report
+from opbench.api import GROUP_PATH, Client, RequestCounts, not_bench
+from opbench.collector import Collector, Key
+from opbench.procs import Child, SimCluster
+from opbench.workload import create, expected_children, layout, manifest
+
+_START_SECONDS = 60.0
+_SAMPLE_SECONDS = 0.25
+
+
+class OperatorExitedError(RuntimeError):
+    pass
+
+
+class OperatorPhases:
+    def __init__(
+        self,
+        client: Client,
+        collector: Collector,
+        sim: SimCluster,
+        args: argparse.Namespace,
+        *,
+        env: dict[str, str],
+        gpus: Any,
+    ) -> None:
+        self.client, self.collector, self.sim, self.args = client, collector, sim, args
+        self.env, self.gpus = env, gpus
+        self.operator: Child | None = None
+        self.log_tails: list[str] = []
+
+    async def run(self, results: dict[str, Any]) -> None:
+        if self.args.operator_argv is None:
+            for section in ("convergence", "api", "footprint", "restart"):
+                results[section] = {"error": "no operator (--operator-cmd none)"}
+            return
+        results["operator"] = {"argv": self.args.operator_argv}
+        try:
+            report.say("starting the operator")
+            results["operator"]["start_s"] = await self.start()
+            results["convergence"] = {"batches": {}}
+            results["api"] = {"batches": {}}
+            results["footprint"] = {}
+            await self.singles(results)
+            for index, size in enumerate(self.args.sizes):
+                await self.batch(size, results, last=index == len(self.args.sizes) - 1)
+            await self.idle(results)
+            results["restart"] = await self.restart()
+        except OperatorExitedError as exc:
+            message = f"the operator exited: {exc}"
+            for section in ("convergence", "api", "footprint", "restart"):
+                results.setdefault(section, {})
+                if not results[section] or section == "restart":
+                    results[section] = {"error": message}
+                else:
+                    results[section]["error"] = message
+        finally:
+            if self.operator is not None:
+                results["operator"]["exit_code"] = self.operator.stop()
+                results["operator"]["log_tail"] = self.operator.tail(30).splitlines()
+                results["operator"]["log_lines"] = self.operator.line_count
+
+    # --- the operator process --------------------------------------------------------------------
+
+    async def start(self) -> float:
+        """Start the operator; seconds until it watches NemotronDeployments."""
+        await self.client.reset_counts()
+        self.operator = Child(self.args.operator_argv, self.env, "operator")
+        deadline = time.monotonic() + _START_SECONDS
+        while time.monotonic() < deadline:
+            self.check_alive()
+            counts = await self.client.counts()
+            if any(
+                r["verb"] == "watch" and r["resource"] == "nemotrondeployments"
+                for r in counts.of(not_bench)
+            ):
+                return round(time.perf_counter() - self.operator.started, 2)
+            await asyncio.sleep(0.1)
+        raise OperatorExitedError(f"no watch on nemotrondeployments within {_START_SECONDS:.0f} s")
+
+    def check_alive(self) -> None:
+        if self.operator is not None and not self.operator.alive():
+            code = self.operator.process.returncode
+            raise OperatorExitedError(f"exit code {code}:\n{self.operator.tail()}")
+
+    def running(self) -> Child:
+        self.check_alive()
+        assert self.operator is not None
+        return self.operator
+
+    async def wait(self, keys: list[Key], what: str, seconds: float) -> bool:
+        """Wait for the collector, failing early if the operator dies."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.check_alive()
+            if await self.collector.wait(keys, what, min(2.0, deadline - time.monotonic())):
+                return True
+        return False
+
+    async def statuses(self) -> dict[Key, dict[str, Any]]:
+        listing = await self.client.send("GET", f"{GROUP_PATH}/nemotrondeployments")
+        return {
+            (i["metadata"]["namespace"], i["metadata"]["name"]): i.get("status") or {}
+            for i in listing["items"]
+        }
+
+    # --- phases ----------------------------------------------------------------------------------
+
+    async def prepare(self, keys: list[Key]) -> None:
+        for namespace in sorted({k[0] for k in keys}):
+            await self.client.ensure_namespace(namespace)
+        for key in keys:
+            self.collector.expect(key, expected_children(manifest(*key), self.gpus))
+
+    async def singles(self, results: dict[str, Any]) -> None:
+        """One deployment at a time on an idle operator: the latency a user sees."""
+        keys = [("single", f"single-{i:02d}") for i in range(self.args.singles)]
+        report.say(f"operator: {len(keys)} single deployments, one at a time")
+        await self.prepare(keys)
+        results["convergence"]["single_waited_for_quiet_s"] = await self.quiet()
+        await self.client.reset_counts()
+        for key in keys:
+            await create(self.client, self.collector, key)
+            await self.wait([key], "ready", 60)
+        counts = await self.client.counts()
+        results["convergence"]["single"] = {
+            "converged": lat(self.collector, keys, "converged"),
+            "ready": lat(self.collector, keys, "ready"),
+            "converged_ms_in_order": [
+                round(1000 * (self.collector.tracks[k].latency("converged") or 0), 1) for k in keys
+            ],
+        }
+        results["api"]["single"] = per_deployment(counts, len(keys))
+        results["convergence"]["single"]["delete_s"] = await self.delete({"single"})
+
+    async def batch(self, size: int, results: dict[str, Any], *, last: bool) -> None:
+        keys = layout(f"b{size}", size, self.args.namespaces)
+        report.say(f"operator: {size} deployments at once")
+        await self.prepare(keys)
+        await self.quiet()
+        operator = self.running()
+        await self.client.reset_counts()
+        cpu, sim_cpu = operator.cpu_seconds(), self.sim.cpu_seconds()
+        start = time.perf_counter()
+        gate = asyncio.Semaphore(self.args.concurrency)
+
+        async def one(key: Key) -> None:
+            async with gate:
+                await create(self.client, self.collector, key)
+
+        await asyncio.gather(*(one(k) for k in keys))
+        created = time.perf_counter() - start
+        converged = await self.wait(keys, "converged", self.args.timeout)
+        at_convergence = await self.client.counts()
+        cpu_converged = operator.cpu_seconds() - cpu
+        rss_converged = operator.rss_mib()
+        ready = converged and await self.wait(keys, "ready", self.args.timeout)
+        at_ready = await self.client.counts()
+        row: dict[str, Any] = {
+            "create_wall_s": round(created, 2),
+            "converged": lat(self.collector, keys, "converged"),
+            "converged_wall_s": wall(self.collector, keys, "converged", start),
+            "ready": lat(self.collector, keys, "ready"),
+            "ready_wall_s": wall(self.collector, keys, "ready", start),
+            "operator_cpu_s_to_converge": round(cpu_converged, 2),
+            "operator_cpu_s_to_ready": round(operator.cpu_seconds() - cpu, 2),
+            "cluster_cpu_s_to_ready": round(self.sim.cpu_seconds() - sim_cpu, 2),
+            "operator_rss_mib": round(operator.rss_mib(), 1),
+        }
+        if not converged or not ready:
+            what = "converged" if not converged else "ready"
+            pending = self.collector.pending(keys, what)
+            row["timeout"] = f"{len(pending)} not {what} after {self.args.timeout:.0f} s"
+        results["convergence"]["batches"][str(size)] = row
+        results["api"]["batches"][str(size)] = {
+            **per_deployment(at_convergence, size),
+            "to_ready": per_deployment(at_ready, size),
+        }
+        if last:
+            results["footprint"].update(
+                deployments=size,
+                rss_mib_converged=round(rss_converged, 1),
+                cpu_s_to_converge=round(cpu_converged, 2),
+                cpu_s_to_ready=row["operator_cpu_s_to_ready"],
+            )
+        else:
+            row["delete_s"] = await self.delete({k[0] for k in keys})
+
+    async def quiet(self, limit: float = 60.0) -> float:
+        """Wait until the cluster and the operator each use under 20 % of a CPU over a second
+        (the previous phase's deletions and pods settle first); seconds waited, at most
+        ``limit``."""
+        start = time.perf_counter()
+        operator = self.running()
+        while time.perf_counter() - start < limit:
+            sim, own = self.sim.cpu_seconds(), operator.cpu_seconds()
+            await asyncio.sleep(1.0)
+            if self.sim.cpu_seconds() - sim < 0.2 and operator.cpu_seconds() - own < 0.2:
+                break
+        return round(time.perf_counter() - start, 1)
+
+    async def delete(self, namespaces: set[str]) -> float | str:
+        try:
+            return round(await self.client.delete_namespaces(namespaces, self.args.timeout), 2)
+        except RuntimeError as exc:
+            return str(exc)
+
+    async def idle(self, results: dict[str, Any]) -> None:
+        """Everything converged and Ready; the operator's timers keep running."""
+        operator = self.running()
+        writes_window, rss_window = self.args.idle_writes_seconds, self.args.idle_rss_seconds
+        report.say(
+            f"operator: idle for {rss_window:.0f} s (writes counted over {writes_window:.0f} s)"
+        )
+        before = await self.statuses()
+        await self.client.reset_counts()
+        cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()
+        start = time.perf_counter()
+        rss_samples = [rss_start]
+        cluster_cpu = self.sim.cpu_seconds()
+        at_writes: RequestCounts | None = None
+        while (elapsed := time.perf_counter() - start) < rss_window:
+            if at_writes is None and elapsed >= writes_window:
+                at_writes = await self.client.counts()
+            await asyncio.sleep(min(5.0, rss_window - elapsed, max(0.05, writes_window - elapsed)
+                                    if at_writes is None else 5.0))  # fmt: skip
+            rss_samples.append(self.running().rss_mib())
+        whole = await self.client.counts()
+        at_writes = at_writes or whole
+        seconds = time.perf_counter() - start
+        results["api"]["idle"] = {
+            "seconds": writes_window,
+            "writes": at_writes.writes(not_bench),
+            "lease_writes": at_writes.writes(not_bench, leases=True),
+            "by_verb": at_writes.by_verb(not_bench),
+            "by_verb_and_resource": at_writes.by_verb_and_resource(not_bench),
+            "writes_whole_window": whole.writes(not_bench),
+            "whole_window_seconds": round(seconds, 1),
+            "status_changes": status_changes(before, await self.statuses()),
+        }
+        results["footprint"].update(
+            cluster_idle_cpu_percent=round(
+                100 * (self.sim.cpu_seconds() - cluster_cpu) / seconds, 1
+            ),
+            idle_cpu_percent=round(100 * (operator.cpu_seconds() - cpu) / seconds, 2),
+            idle_rss_seconds=round(seconds, 1),
+            rss_mib_idle_start=round(rss_start, 1),
+            rss_mib_idle_end=round(rss_samples[-1], 1),
+            rss_mib_idle_max=round(max(rss_samples), 1),
+            rss_growth_mib=round(rss_samples[-1] - rss_start, 1),
+        )
+
+    async def restart(self) -> dict[str, Any]:
+        """Stop the operator, start it again; how long until it is quiet, and what it wrote.
+
+        Resynced = the operator has read every deployment back (one GET each: its reconcile
+        starts with one) and then, for ``settle`` seconds, neither sent a request (other than
+        its open watches) nor used more than 5 % of a CPU. A restarted operator that waits for
+        its predecessor's Lease to expire is not resynced until it has done the work.
+        """
+        assert self.operator is not None
+        count = await self.client.count_deployments()
+        report.say(f"operator: restart with {count} deployments")
+        before = await self.statuses()
+        stop_start = time.perf_counter()
+        exit_code = self.operator.stop()
+        stopped_s = time.perf_counter() - stop_start
+        previous_log = self.operator.tail(15).splitlines()  # after the stop: how it ended
+        self.operator = None
+        started_wall = time.time()
+        watching_s = await self.start()
+        operator = self.running()
+        settle = self.args.restart_settle_seconds
+        last_busy = time.perf_counter()
+        cpu = operator.cpu_seconds()
+        deadline = time.monotonic() + self.args.timeout
+        counts = await self.client.counts()
+        last_request = counts.last_request(not_bench, exclude_verbs={"watch"})
+        read_back = 0
+        while time.monotonic() < deadline:
+            await asyncio.sleep(_SAMPLE_SECONDS)
+            now_cpu = self.running().cpu_seconds()
+            counts = await self.client.counts()
+            latest = counts.last_request(not_bench, exclude_verbs={"watch"})
+            if now_cpu - cpu > 0.05 * _SAMPLE_SECONDS or latest > last_request:
+                last_busy = time.perf_counter()
+            cpu, last_request = now_cpu, latest
+            read_back = reads_of_deployments(counts)
+            if read_back >= count and time.perf_counter() - last_busy >= settle:
+                break
+        resynced = read_back >= count
+        resync_s = last_busy - operator.started if resynced else None
+        changed = status_changes(before, await self.statuses())
+        return {
+            "status_changes": changed,
+            "deployments": count,
+            "previous_exit_code": exit_code,
+            "stop_s": round(stopped_s, 2),
+            "watching_s": watching_s,
+            "resync_s": None if resync_s is None else round(resync_s, 2),
+            "deployments_read_back": read_back,
+            "previous_log_tail": previous_log,
+            "last_request_s": round(max(0.0, last_request - started_wall), 2),
+            "settle_s": settle,
+            "writes": counts.writes(not_bench),
+            "lease_writes": counts.writes(not_bench, leases=True),
+            "by_verb": counts.by_verb(not_bench),
+            "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
+            "cpu_s": round(operator.cpu_seconds(), 2),
+            "rss_mib": round(operator.rss_mib(), 1),
+        }
+
+
+def lat(collector: Collector, keys: list[Key], what: str) -> dict[str, float]:
+    samples = [collector.tracks[k].latency(what) for k in keys]
+    summary = report.latency_summary([s for s in samples if s is not None])
+    missing = sum(s is None for s in samples)
+    return {**summary, "missing": missing} if missing else summary
+
+
+def wall(collector: Collector, keys: list[Key], what: str, start: float) -> float | None:
+    tracks = [collector.tracks[k] for k in keys]
+    ends = [t.converged if what == "converged" else t.ready for t in tracks]
+    if any(e is None for e in ends):
+        return None
+    return round(max(e for e in ends if e is not None) - start, 2)
+
+
+def reads_of_deployments(counts: RequestCounts) -> int:
+    return sum(
+        r["count"]
+        for r in counts.of(not_bench)
+        if (r["verb"], r["resource"]) == ("get", "nemotrondeployments")
+    )
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths to leaves; conditions keyed by their type, other lists by index."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out |= flatten(item, f"{prefix}.{key}" if prefix else key)
+        return out
+    if isinstance(value, list):
+        out = {}
+        for index, item in enumerate(value):
+            label = item.get("type", index) if isinstance(item, dict) else index
+            out |= flatten(item, f"{prefix}[{label}]")
+        return out
+    return {prefix: value}
+
+
+def status_changes(before: dict[Key, Any], after: dict[Key, Any]) -> dict[str, Any]:
+    """Which status fields differ after the restart, and in how many deployments: the evidence
+    for a write the restart should not have made."""
+    paths: dict[str, int] = {}
+    example: dict[str, Any] = {}
+    changed = 0
+    for key, old in before.items():
+        new_flat, old_flat = flatten(after.get(key) or {}), flatten(old)
+        differing = {p for p in old_flat.keys() | new_flat.keys()
+                     if old_flat.get(p) != new_flat.get(p)}  # fmt: skip
+        changed += bool(differing)
+        for path in differing:
+            paths[path] = paths.get(path, 0) + 1
+            example.setdefault(path, [old_flat.get(path), new_flat.get(path)])
+    return {"deployments": changed, "paths": dict(sorted(paths.items())), "example": example}
+
+
+def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
+    by_verb = counts.by_verb(not_bench)
+    return {
+        "requests": counts.total(not_bench),
+        "requests_per_deployment": round(counts.total(not_bench) / deployments, 2),
+        "per_deployment_by_verb": {v: round(n / deployments, 2) for v, n in by_verb.items()},
+        "writes_per_deployment": round(counts.writes(not_bench) / deployments, 2),
+        "lease_writes": counts.writes(not_bench, leases=True),
+        "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
+    }

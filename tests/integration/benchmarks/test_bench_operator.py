@@ -1,0 +1,60 @@
+"""``hack/bench-operator.py --tiny`` keeps working: it runs end to end and writes every section.
+
+Figures are not asserted (speed is read from the published benchmark, not unit-tested); what is
+checked is that each measurement produced numbers, so the benchmark cannot silently rot.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+SECTIONS = ("machine", "config", "convergence", "floor", "api", "footprint", "restart", "planner")
+
+
+def run_tiny(tmp_path: Path, *extra: str) -> dict[str, Any]:
+    output = tmp_path / "operator.json"
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "hack" / "bench-operator.py"), "--tiny",
+         "--json", str(output), *extra],
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "operator benchmark" in completed.stdout  # the table was printed
+    results: dict[str, Any] = json.loads(output.read_text())
+    return results
+
+
+def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path) -> None:
+    results = run_tiny(tmp_path)
+    assert set(SECTIONS) <= set(results)
+    for section in SECTIONS:
+        assert "error" not in results[section], (section, results[section])
+    singles = results["config"]["singles"]
+    assert results["convergence"]["single"]["converged"]["n"] == singles
+    assert results["convergence"]["single"]["ready"]["n"] == singles
+    assert results["floor"]["single"]["converged"]["n"] == singles
+    for source in ("convergence", "floor"):
+        batch = results[source]["batches"]["3"]
+        assert batch["converged"]["n"] == 3, source
+        assert batch["converged_wall_s"] > 0, source
+    assert results["convergence"]["batches"]["3"]["ready"]["n"] == 3
+    assert results["floor"]["ratio"]["3"]["converged_wall"] > 0
+    api = results["api"]
+    assert api["batches"]["3"]["per_deployment_by_verb"]["apply"] >= 4  # 4 children each
+    assert api["idle"]["seconds"] > 0
+    assert isinstance(api["idle"]["writes"], int)
+    footprint = results["footprint"]
+    assert footprint["rss_mib_converged"] > 0
+    assert footprint["cpu_s_to_converge"] > 0
+    restart = results["restart"]
+    assert restart["deployments"] == 3
+    assert restart["resync_s"] > 0
+    assert isinstance(restart["writes"], int)
+    assert results["planner"]["plans_per_second"] > 0
+    assert all(t["measured"] is not None for t in results["targets"]), results["targets"]
+    assert "status_changes" in restart

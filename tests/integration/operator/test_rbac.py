@@ -1,9 +1,12 @@
-"""The operator works with exactly the RBAC docs/controller.md lists (rbac.yaml), as a
-ServiceAccount of the simulated API server, which enforces RBAC as kube-apiserver does."""
+"""The operator works with exactly the RBAC the Helm chart grants (rendered by `helm template`, so
+the chart is the one source of truth), as a ServiceAccount of the simulated API server, which
+enforces RBAC as kube-apiserver does."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import yaml
 
 from tests.integration.conftest import SimClusterHandle, run_kubectl
 from tests.integration.operator.helpers import (
@@ -16,9 +19,26 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
+from tests.helm import CHART, helm_env, run_helm
 from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 
-RBAC = Path(__file__).with_name("rbac.yaml")
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+
+def _chart_rbac(cluster: SimClusterHandle, home: Path) -> str:
+    """The chart's ServiceAccount and RBAC objects, with NodePool and PodMonitor writes on."""
+    rendered = run_helm(
+        helm_env(cluster.env, home),
+        "template",
+        "nemotron-operator",
+        str(CHART),
+        "--namespace=nemotron-system",
+        "--set=rbac.karpenterNodePools=true",
+        "--set=rbac.podMonitors=true",
+    ).stdout
+    objects = [doc for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] in RBAC_KINDS]
+    assert {obj["kind"] for obj in objects} == RBAC_KINDS
+    return yaml.safe_dump_all(objects)
 
 
 def _service_account_kubeconfig(cluster: SimClusterHandle, path: Path) -> Path:
@@ -30,11 +50,11 @@ def _service_account_kubeconfig(cluster: SimClusterHandle, path: Path) -> Path:
     return cluster.call(write)
 
 
-def test_the_documented_rbac_is_enough(sim_cluster: SimClusterHandle, tmp_path: Path) -> None:
+def test_the_charts_rbac_is_enough(sim_cluster: SimClusterHandle, tmp_path: Path) -> None:
     install_crds(sim_cluster)
     ensure_namespace(sim_cluster, "nemotron-system")
     ensure_namespace(sim_cluster, NAMESPACE)
-    sim_cluster.kubectl("apply", "-f", str(RBAC))
+    sim_cluster.kubectl("apply", "-f", "-", input=_chart_rbac(sim_cluster, tmp_path / "helm"))
     kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
     # The operator's identity really is restricted: no Secrets.
     as_operator = {**sim_cluster.env, "KUBECONFIG": str(kubeconfig)}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.helm import CHART, helm_env, run_helm
 from tests.integration.conftest import SimClusterHandle, run_kubectl
 from tests.integration.operator.helpers import (
     NAMESPACE,
@@ -19,7 +20,6 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
-from tests.helm import CHART, helm_env, run_helm
 from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}

@@ -10,7 +10,6 @@ a short one on 409. Nothing sleeps inside a handler; a key is never reconciled t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from collections.abc import Callable
 import kopf
 from prometheus_client import REGISTRY
 
+from nemotron_operator.controller import shutdown
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
@@ -188,7 +188,10 @@ def configure_logging(config: OperatorConfig) -> None:
 
 
 async def run_operator(config: OperatorConfig) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or until kopf stops on its own (exit 1)."""
+    """Run until SIGTERM/SIGINT (exit 0) or until kopf stops on its own (exit 1). The stop is
+    bounded in time and releases the Lease (``controller/shutdown.py`` says why and how)."""
+    stop_requested = asyncio.Event()
+    shutdown.handle_signals(stop_requested)
     connection = load_connection(config.kubeconfig)
     async with KubeClient(connection) as kube:
         controller = Controller(config, kube)
@@ -199,12 +202,15 @@ async def run_operator(config: OperatorConfig) -> int:
             health_port=config.health_port,
             metrics_port=config.metrics_port,
         )
+        kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=registry,
                 standalone=True,
                 clusterwide=not config.namespaces,
                 namespaces=list(config.namespaces),
+                stop_flag=kopf_stop,
+                ready_flag=kopf_ready,
             ),
             name="kopf",
         )
@@ -217,25 +223,43 @@ async def run_operator(config: OperatorConfig) -> int:
         if controller.lease is not None:
             tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
         tasks.append(asyncio.create_task(controller.observability.run(), name="observability"))
+        tasks.append(
+            asyncio.create_task(
+                shutdown.reclaim_signals_when(kopf_ready, stop_requested), name="signals"
+            )
+        )
         logger.info(
             "nemotron-operator running: namespaces %s, resync every %.0f s, %s",
             ",".join(config.namespaces) or "all",
             config.resync_seconds,
             "standalone" if controller.lease is None else f"Lease {config.lease_name}",
         )
-        code = 0
-        try:
-            await kopf_task
-        except Exception:
-            logger.exception("kopf stopped")
-            code = 1
-        finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            if controller.lease is not None:
-                await controller.lease.release()
-            await runner.cleanup()
+        requested = asyncio.create_task(stop_requested.wait(), name="stop-requested")
+        await asyncio.wait({kopf_task, requested}, return_when=asyncio.FIRST_COMPLETED)
+        requested.cancel()
+        code = 0 if stop_requested.is_set() else _kopf_outcome(kopf_task)
+        # Stop taking work first, then hand the Lease over, then let kopf close its watches.
+        await shutdown.stop_tasks(tasks, shutdown.TASKS_SECONDS)
+        if controller.lease is not None:
+            await shutdown.bounded(
+                controller.lease.release(), shutdown.RELEASE_SECONDS, "releasing the Lease"
+            )
+        await shutdown.bounded(runner.cleanup(), shutdown.SERVER_SECONDS, "stopping the server")
+        kopf_stop.set()
+        if not await shutdown.stop_kopf(kopf_task, shutdown.KOPF_SECONDS):
+            code = code or 1
+        logger.info("nemotron-operator stopped (exit %d)", code)
         return code
+
+
+def _kopf_outcome(kopf_task: asyncio.Task[None]) -> int:
+    """kopf stopped without our asking: 1 (and why), or 0 if a signal reached kopf's handler
+    before we had taken it back (kopf returns normally then)."""
+    if kopf_task.cancelled():
+        logger.error("kopf stopped: cancelled")
+        return 1
+    error = kopf_task.exception()
+    if error is None:
+        return 0
+    logger.error("kopf stopped", exc_info=error)
+    return 1

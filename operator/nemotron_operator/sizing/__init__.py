@@ -2,7 +2,13 @@
 out on them, and how many full-length requests it then holds — with the arithmetic."""
 
 from nemotron_operator.sizing.errors import PlanningError
-from nemotron_operator.sizing.inventory import GpuInventory, GpuNode, inventory_from_nodes
+from nemotron_operator.sizing.inventory import (
+    GpuInventory,
+    GpuNode,
+    gpus_by_node,
+    inventory_from_nodes,
+    inventory_from_usage,
+)
 from nemotron_operator.sizing.memory import Layout, LayoutMemory, evaluate
 from nemotron_operator.sizing.result import PlanResult, plan_deployment
 from nemotron_operator.sizing.settings import EngineSettings, resolve_settings
@@ -16,7 +22,9 @@ __all__ = [
     "PlanResult",
     "PlanningError",
     "evaluate",
+    "gpus_by_node",
     "inventory_from_nodes",
+    "inventory_from_usage",
     "plan_deployment",
     "resolve_settings",
 ]

@@ -116,18 +116,31 @@ def _requested_gpus(pod: Mapping[str, Any]) -> int:
     return total
 
 
-def inventory_from_nodes(
-    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] = ()
-) -> GpuInventory:
-    """GPU nodes from Node objects; with ``pods``, free GPUs = allocatable − GPUs requested by
-    pods bound to the node that have not finished. Nodes without a GPU product label or
-    allocatable GPUs are left out."""
+def gpus_by_node(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """GPUs requested per node name by the pods bound to it that have not finished."""
     used: dict[str, int] = {}
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
         if node_name and phase not in ("Succeeded", "Failed"):
             used[node_name] = used.get(node_name, 0) + _requested_gpus(pod)
+    return used
+
+
+def inventory_from_nodes(
+    nodes: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]] = ()
+) -> GpuInventory:
+    """GPU nodes from Node objects; with ``pods``, free GPUs = allocatable − GPUs requested by
+    pods bound to the node that have not finished. Nodes without a GPU product label or
+    allocatable GPUs are left out."""
+    return inventory_from_usage(nodes, gpus_by_node(pods))
+
+
+def inventory_from_usage(
+    nodes: Iterable[Mapping[str, Any]], used: Mapping[str, int]
+) -> GpuInventory:
+    """``inventory_from_nodes`` with the GPUs in use per node already summed
+    (``gpus_by_node``): a caller that plans many deployments against one pod list sums once."""
     parsed = []
     for node in nodes:
         metadata = node.get("metadata") or {}

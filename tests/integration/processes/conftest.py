@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helm import helm_env, run_helm
 
 PROGRAM = Path(__file__).with_name("lister.py")
 CHART = Path(__file__).parents[1] / "charts" / "lister"
@@ -23,33 +24,14 @@ PROCESS_OPTIONS: dict[str, Any] = {
 }
 
 
-def helm_binary() -> str:
-    beside_python = Path(sys.executable).parent / "helm"
-    if not beside_python.exists():
-        raise RuntimeError("helm not found beside python: run hack/lib.sh ensure_venv")
-    return str(beside_python)
-
-
 class Helm:
+    """helm (the pinned one, tests/helm.py) against the test's simulated cluster."""
+
     def __init__(self, env: dict[str, str], home: Path) -> None:
-        self.env = {
-            **env,
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
+        self.env = helm_env(env, home)
 
     def __call__(self, *args: str, check: bool = True, timeout: float = 60.0) -> str:
-        result = subprocess.run(
-            [helm_binary(), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}{result.stderr}")
+        result = run_helm(self.env, *args, check=check, timeout=timeout)
         return result.stdout + result.stderr
 
 

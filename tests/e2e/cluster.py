@@ -17,7 +17,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from tests import polling
 from tests.helm import CHART, helm_env, run_helm
 from tests.integration.conftest import kubectl_binary, run_kubectl
 
@@ -197,14 +197,7 @@ def wait_until(
     check: Callable[[], T], *, seconds: float = 60.0, every: float = 0.2, what: str = ""
 ) -> T:
     """Poll ``check`` (bounded) until it returns something truthy."""
-    deadline = time.monotonic() + seconds
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {seconds}s waiting for {what or check}")
-        time.sleep(every)
+    return polling.wait_until(check, seconds=seconds, every=every, what=what)
 
 
 def post_json(url: str, body: dict[str, Any], timeout: float = 30.0) -> Any:

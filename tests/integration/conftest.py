@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +23,7 @@ import pytest
 
 from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.cluster import BackgroundCluster, SimCluster
+from tests import polling
 
 T = TypeVar("T")
 KUBECTL_TIMEOUT = 60.0
@@ -129,14 +129,7 @@ class SimClusterHandle:
         check: Callable[[], T], *, seconds: float = 20.0, every: float = 0.05, what: str = ""
     ) -> T:
         """Poll ``check`` (bounded) until it returns something truthy."""
-        deadline = time.monotonic() + seconds
-        while True:
-            result = check()
-            if result:
-                return result
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"timed out after {seconds}s waiting for {what or check}")
-            time.sleep(every)
+        return polling.wait_until(check, seconds=seconds, every=every, what=what)
 
 
 @pytest.fixture

@@ -48,7 +48,10 @@ class DeploymentTracker:
         sampled_at: str,
         shortfall_threshold: float = plan_check.DEFAULT_SHORTFALL_THRESHOLD,
     ) -> TrackerUpdate:
-        figures = aggregate(self.previous, samples, unresponsive)
+        # Nothing shown yet (a new deployment): a pod's first sample has rates already, counted
+        # from its vLLM's start. After an operator restart status shows figures; a first sample
+        # then only sets a base (below), so a restart alone writes nothing.
+        figures = aggregate(self.previous, samples, unresponsive, from_created=self.shown is None)
         # A pod that did not answer keeps its last sample, so its next answer still has a base.
         self.previous = {
             key: sample
@@ -57,8 +60,8 @@ class DeploymentTracker:
         }
         self.last_figures = figures
         candidate = change.to_status(figures, sampled_at)
-        # Warm-up: pods answered but none has a previous sample yet (the first scrape, or an
-        # operator restart), so there are no rates to show — keep what status shows.
+        # Warm-up: pods answered but none has rates yet (an operator restart, or pods without
+        # created times), so there are no rates to show — keep what status shows.
         warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
         moved = () if warming_up else change.changed_figures(self.shown, candidate)
         if moved:
@@ -106,6 +109,10 @@ class DeploymentTracker:
             return result, False  # the same figures (e.g. re-checked after an operator restart)
         self.plan_check_status = fresh
         return result, True
+
+    def sampled(self, key: str) -> bool:
+        """Whether this pod has been sampled (a base for rates) or checked against the plan."""
+        return key in self.previous or key in self.checked
 
     def forget_pods(self, live_keys: set[str]) -> None:
         """Drop what is known about pods that no longer exist (deleted or replaced)."""

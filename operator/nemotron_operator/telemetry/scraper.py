@@ -43,8 +43,10 @@ async def scrape_pods(
     clock: Callable[[], float],
     per_pod_timeout: float = DEFAULT_TIMEOUT_SECONDS,
     concurrency: int = DEFAULT_CONCURRENCY,
+    wall_clock: Callable[[], float] | None = None,
 ) -> ScrapeResult:
-    """Every target once; ``clock`` stamps each sample when its answer arrived."""
+    """Every target once; ``clock`` stamps each sample when its answer arrived, and
+    ``wall_clock`` (Unix seconds), when given, too: the first rates of a fresh pod need it."""
     result = ScrapeResult()
     slots = asyncio.Semaphore(max(1, concurrency))
     client_timeout = aiohttp.ClientTimeout(total=per_pod_timeout)
@@ -58,7 +60,8 @@ async def scrape_pods(
                         return
                     body = await response.content.read(_MAX_BODY_BYTES)
                     at = clock()
-                sample = parse_pod_metrics(body.decode("utf-8", "replace"), at)
+                    wall = wall_clock() if wall_clock is not None else None
+                sample = parse_pod_metrics(body.decode("utf-8", "replace"), at, wall)
             except TimeoutError:
                 result.failures[target.pod] = f"timeout after {per_pod_timeout:g}s"
             except aiohttp.ClientError as error:

@@ -1,0 +1,67 @@
+"""The tracker's first sample: a new deployment shows throughput from it (rates since the pod's
+start) and an idle second sample writes nothing; after an operator restart the first sample only
+sets a base and status keeps what it shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemotron_operator.observe import samples as s
+from nemotron_operator.observe.change import to_status
+from nemotron_operator.observe.samples import PodSample
+from nemotron_operator.observe.throughput import aggregate
+from nemotron_operator.observe.tracker import DeploymentTracker, TrackerUpdate
+
+STARTED = 1_700_000_000.0
+
+
+def sample(at: float, generation: float, *, since_start: float) -> PodSample:
+    return PodSample(
+        at,
+        {s.GENERATION_TOKENS: generation},
+        {s.GENERATION_TOKENS: STARTED},
+        {s.REQUESTS_RUNNING: 0.0},
+        wall=STARTED + since_start,
+    )
+
+
+def update(tracker: DeploymentTracker, pod: PodSample, stamp: str) -> TrackerUpdate:
+    return tracker.update(None, {"uid-1": pod}, {"uid-1": "pod-0"}, [], sampled_at=stamp)
+
+
+def test_a_new_deployment_shows_its_first_sample_and_an_idle_second_writes_nothing() -> None:
+    tracker = DeploymentTracker()
+    first = update(tracker, sample(100.0, 0.0, since_start=40.0), "t1")
+    assert first.throughput_changed == ("throughput",)
+    assert tracker.shown is not None
+    assert tracker.shown.generation_tokens_per_second == 0.0
+    assert tracker.shown.pods_sampled == 1
+    assert tracker.shown.sampled_at == "t1"
+    second = update(tracker, sample(130.0, 0.0, since_start=70.0), "t2")
+    assert second.throughput_changed == ()
+    assert tracker.shown.sampled_at == "t1"  # nothing moved: status stays as written
+
+
+def test_a_busy_new_pod_shows_its_rate_since_start_at_once() -> None:
+    tracker = DeploymentTracker()
+    update(tracker, sample(100.0, 2000.0, since_start=40.0), "t1")
+    assert tracker.shown is not None
+    assert tracker.shown.generation_tokens_per_second == pytest.approx(50.0)
+
+
+def test_after_a_restart_the_first_sample_keeps_what_status_shows() -> None:
+    busy = aggregate(
+        {"uid-1": sample(0.0, 0.0, since_start=0.0)},
+        {"uid-1": sample(10.0, 123.0, since_start=10.0)},
+    )
+    shown = to_status(busy, "before the restart")
+    tracker = DeploymentTracker(shown=shown)  # what the reconcile seeds from status
+    first = update(tracker, sample(500.0, 90_000.0, since_start=3600.0), "t1")
+    assert first.throughput_changed == ()  # warm-up: no rates yet, no write
+    assert tracker.shown == shown
+    assert first.figures.pods_with_rates == 0
+    # The next sample has a base: real rates, and the figure that moved is written.
+    second = update(tracker, sample(510.0, 90_000.0, since_start=3610.0), "t2")
+    assert "generation_tokens_per_second" in second.throughput_changed
+    assert tracker.shown is not None
+    assert tracker.shown.generation_tokens_per_second == 0.0

@@ -7,6 +7,7 @@ appears (``secret "hf-token" not found``), never a value.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,33 +37,40 @@ def event_type(condition: Condition) -> str:
     return "Normal"
 
 
-def build_event(owner: dict[str, Any], condition: Condition, now: datetime) -> dict[str, Any]:
-    metadata = owner["metadata"]
+def event_body(
+    involved: Mapping[str, Any], type_: str, reason: str, message: str, now: datetime
+) -> dict[str, Any]:
+    """An Event about a NemotronDeployment (``involved``: its metadata)."""
     stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{metadata['name']}.{secrets.token_hex(8)}",
-            "namespace": metadata["namespace"],
+            "name": f"{involved['name']}.{secrets.token_hex(8)}",
+            "namespace": involved["namespace"],
         },
         "involvedObject": {
             "apiVersion": NEMOTRON_DEPLOYMENTS.api_version,
             "kind": NEMOTRON_DEPLOYMENTS.kind,
-            "name": metadata["name"],
-            "namespace": metadata["namespace"],
-            "uid": metadata.get("uid"),
-            "resourceVersion": metadata.get("resourceVersion"),
+            "name": involved["name"],
+            "namespace": involved["namespace"],
+            "uid": involved.get("uid"),
+            "resourceVersion": involved.get("resourceVersion"),
         },
-        "type": event_type(condition),
-        "reason": condition.reason,
-        "message": f"{condition.type}={condition.status}: {condition.message}"[:1024],
+        "type": type_,
+        "reason": reason,
+        "message": message[:1024],
         "source": {"component": _COMPONENT},
         "reportingComponent": _COMPONENT,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,
     }
+
+
+def build_event(owner: dict[str, Any], condition: Condition, now: datetime) -> dict[str, Any]:
+    message = f"{condition.type}={condition.status}: {condition.message}"
+    return event_body(owner["metadata"], event_type(condition), condition.reason, message, now)
 
 
 def worth_an_event(before: Condition | None, after: Condition) -> bool:

@@ -2,11 +2,13 @@
 operator (docs/observability.md).
 
 The reconcile tells this module what it saw (``seen``: the plan, the ready serving pods, the
-spec's autoscaling, the capacity) and asks it what status should show (``StatusParts``). The
-timer scrapes each known deployment's ready leaders every ``scrape_seconds``; when a figure moved
-meaningfully or a pod published its cache config, it queues the deployment, and the reconcile
-writes status then — the only writer of status stays the reconcile. The autoscaler writes
-``spec.replicas`` through the scale subresource, as an HPA would, and records an Event.
+spec's autoscaling, the capacity) and asks it what status should show (``StatusParts``). A ready
+leader never sampled before is scraped right then, so the status that says Ready carries the
+plan check and the first throughput. The timer scrapes each known deployment's ready leaders
+every ``scrape_seconds``; when a figure moved meaningfully or a pod published its cache config,
+it queues the deployment, and the reconcile (status's one writer) writes it. The autoscaler
+(driven by the timer only) writes ``spec.replicas`` through the scale subresource, as an HPA
+would, and records an Event.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import aiohttp
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus, Plan
 from nemotron_operator.api.autoscaling import AutoscalingSpec
 from nemotron_operator.api.status import PlanCheck, Throughput
+from nemotron_operator.controller.events import event_body
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import ApiError, KubeClient
@@ -38,7 +40,6 @@ from nemotron_operator.telemetry import DeploymentFigures, OperatorMetrics, Plan
 from nemotron_operator.telemetry.scraper import ScrapeTarget, scrape_pods
 
 logger = logging.getLogger(__name__)
-_COMPONENT = "nemotron-operator"
 _MAX_PARALLEL_DEPLOYMENTS = 8
 
 
@@ -80,6 +81,10 @@ class _State:
     plan_key: tuple[Any, ...] | None = None
     capacity_problem: str | None = None
     time_to_ready_set: bool = False
+    # One scrape at a time (tick, first sample): no rates over milliseconds, no racing bases.
+    scraping: asyncio.Lock = field(default_factory=asyncio.Lock)
+    tried_inline: set[str] = field(default_factory=set)  # pod keys a reconcile scraped
+    scraped_at: float = float("-inf")  # monotonic
 
 
 def _pod_ready(pod: Mapping[str, Any]) -> bool:
@@ -106,6 +111,12 @@ def scrape_targets(pods: Sequence[Mapping[str, Any]], port: int = SERVE_PORT) ->
             )
         )
     return sorted(targets, key=lambda t: t.pod)
+
+
+def _unsampled(state: _State) -> set[str]:
+    """Ready leaders never sampled, nor tried by a reconcile."""
+    keys = {t.key for t in state.view.targets} if state.view is not None else set()
+    return {k for k in keys - state.tried_inline if not state.tracker.sampled(k)}
 
 
 def _timestamp(moment: datetime) -> str:
@@ -139,7 +150,7 @@ class Observability:
         self._session: aiohttp.ClientSession | None = None
 
     # -- called by the reconcile ---------------------------------------------------------------
-    def seen(
+    async def seen(
         self,
         raw: Mapping[str, Any],
         deployment: NemotronDeployment | None,
@@ -169,31 +180,81 @@ class Observability:
         state.plan_key = plan_key
         live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
         tracker.forget_pods(live)
-        spec_replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
         state.view = _View(
             owner={k: metadata.get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
             plan=plan,
             targets=scrape_targets(pods),
             live_pods=live,
-            replicas=spec_replicas,
+            replicas=int((raw.get("spec") or {}).get("replicas", 1) or 0),
             ready_replicas=ready_replicas,
             autoscaling=deployment.spec.autoscaling if deployment is not None else None,
             replicas_that_fit=replicas_that_fit,
         )
         if deployment is not None and deployment.spec.autoscaling is None:
             state.capacity_problem = None
+        state.tried_inline &= live
+        await self._first_samples(key, state)
         return self._parts(state)
+
+    async def _first_samples(self, key: Key, state: _State) -> None:
+        """A ready leader never sampled (nor tried here): scrape all leaders now (the figures are
+        the deployment's), without queueing (status is written next) or autoscaling (the timer's
+        job); a pod that does not answer is left to the timer."""
+        if self._session is None or not _unsampled(state):
+            return  # the usual case: no wait for a tick scraping a slow pod
+        async with state.scraping:
+            view, new = state.view, _unsampled(state)
+            if view is None or not new or self._states.get(key) is not state:
+                return
+            state.tried_inline |= new
+            await self._scrape(key, state, view)
+
+    async def _scrape(self, key: Key, state: _State, view: _View) -> bool:
+        """Scrape and update the tracker (holding ``state.scraping``); True: status to change."""
+        if self._session is None:
+            return False
+        result = await scrape_pods(
+            self._session,
+            view.targets,
+            clock=time.monotonic,
+            per_pod_timeout=self.config.scrape_timeout_seconds,
+            concurrency=self.config.scrape_concurrency,
+            wall_clock=time.time,
+        )
+        for target in view.targets:
+            self.metrics.scrape_finished(result.outcome(target.pod))
+        if result.failures:
+            logger.info("%s/%s: no metrics from %s", *key, result.failures)
+        state.scraped_at = time.monotonic()
+        if self._states.get(key) is not state:
+            return False  # forgotten while scraping
+        update = state.tracker.update(
+            view.plan,
+            result.samples,
+            result.pods,
+            sorted(result.failures),
+            sampled_at=_timestamp(datetime.now(UTC)),
+            shortfall_threshold=self.config.plan_shortfall_threshold,
+        )
+        product = view.plan.gpu_product if view.plan is not None else "unknown"
+        if view.targets:
+            self.metrics.set_throughput(key[0], key[1], product, update.figures)
+        if update.plan_check is not None:
+            self.metrics.set_plan_check(key[0], key[1], product, update.plan_check)
+        moved = [*update.throughput_changed, *(["planCheck"] if update.plan_check_changed else [])]
+        if moved:
+            logger.debug("%s/%s: status to update: %s", *key, ", ".join(moved))
+        return bool(moved)
 
     def _parts(self, state: _State) -> StatusParts:
         tracker = state.tracker
         accuracy = None
-        check = tracker.plan_check_status
-        if check is not None and state.view is not None and state.view.plan is not None:
-            result = tracker.last_plan_check
-            if result is not None:
-                accuracy = PlanAccuracy(
-                    "True" if result.accurate else "False", result.reason, result.message
-                )
+        check, result = tracker.plan_check_status, tracker.last_plan_check
+        planned = state.view is not None and state.view.plan is not None
+        if check is not None and result is not None and planned:
+            accuracy = PlanAccuracy(
+                "True" if result.accurate else "False", result.reason, result.message
+            )
         return StatusParts(
             throughput=tracker.shown,
             plan_check=check,
@@ -258,41 +319,14 @@ class Observability:
         state = self._states.get(key)
         if state is None or state.view is None or self._session is None:
             return
-        view = state.view
-        result = await scrape_pods(
-            self._session,
-            view.targets,
-            clock=time.monotonic,
-            per_pod_timeout=self.config.scrape_timeout_seconds,
-            concurrency=self.config.scrape_concurrency,
-        )
-        for target in view.targets:
-            self.metrics.scrape_finished(result.outcome(target.pod))
-        if result.failures:
-            logger.info("%s/%s: no metrics from %s", *key, result.failures)
+        async with state.scraping:
+            view = state.view
+            # Just sampled by a reconcile: rates over a fraction of an interval would be noise.
+            recent = time.monotonic() - state.scraped_at < self.config.scrape_seconds / 2
+            if not recent and await self._scrape(key, state, view):
+                self.queue.add(key)
         if self._states.get(key) is not state:
-            return  # forgotten while scraping
-        update = state.tracker.update(
-            view.plan,
-            result.samples,
-            result.pods,
-            sorted(result.failures),
-            sampled_at=_timestamp(datetime.now(UTC)),
-            shortfall_threshold=self.config.plan_shortfall_threshold,
-        )
-        product = view.plan.gpu_product if view.plan is not None else "unknown"
-        if view.targets:
-            self.metrics.set_throughput(key[0], key[1], product, update.figures)
-        if update.plan_check is not None:
-            self.metrics.set_plan_check(key[0], key[1], product, update.plan_check)
-        if update.throughput_changed or update.plan_check_changed:
-            logger.debug(
-                "%s/%s: status to update: %s%s",
-                *key,
-                ", ".join(update.throughput_changed) or "-",
-                "; plan check" if update.plan_check_changed else "",
-            )
-            self.queue.add(key)
+            return
         if view.autoscaling is not None and view.plan is not None:
             await self._autoscale(key, state, view)
 
@@ -348,27 +382,7 @@ class Observability:
     async def _event(
         self, owner: Mapping[str, Any], reason: str, message: str, *, warning: bool
     ) -> None:
-        stamp = _timestamp(datetime.now(UTC))
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{owner['name']}.{secrets.token_hex(8)}",
-                "namespace": owner["namespace"],
-            },
-            "involvedObject": {
-                "apiVersion": NEMOTRON_DEPLOYMENTS.api_version,
-                "kind": NEMOTRON_DEPLOYMENTS.kind,
-                **owner,
-            },
-            "type": "Warning" if warning else "Normal",
-            "reason": reason,
-            "message": message[:1024],
-            "source": {"component": _COMPONENT},
-            "reportingComponent": _COMPONENT,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
+        kind = "Warning" if warning else "Normal"
+        event = event_body(owner, kind, reason, message, datetime.now(UTC))
         with contextlib.suppress(ApiError):  # an Event is a courtesy; losing one is no failure
             await self.kube.create(EVENTS, str(owner["namespace"]), event)

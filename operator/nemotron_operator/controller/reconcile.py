@@ -270,12 +270,11 @@ class Reconciler:
             apply_error=apply_error,
         )
         # The metrics scraper's part (throughput, planCheck, PlanAccurate, autoscaler capacity).
-        await self._write_status(
-            raw, self._with_observed(raw, deployment, result, pods, inputs), outcome
-        )
+        inputs = await self._with_observed(raw, deployment, result, pods, inputs)
+        await self._write_status(raw, inputs, outcome)
         return outcome
 
-    def _with_observed(
+    async def _with_observed(
         self,
         raw: dict[str, Any],
         deployment: NemotronDeployment | None,
@@ -283,14 +282,15 @@ class Reconciler:
         pods: list[dict[str, Any]],
         inputs: StatusInputs,
     ) -> StatusInputs:
-        """What the metrics scraper contributes to status (controller.observability)."""
+        """What the metrics scraper contributes to status (controller.observability): a ready
+        serving pod never sampled is scraped first, so this status carries its figures."""
         if self.observability is None:
             return inputs
         fit = None
         if inputs.capacity is not None and result is not None and not inputs.karpenter:
             fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)
         observation = inputs.observation
-        parts = self.observability.seen(
+        parts = await self.observability.seen(
             raw,
             deployment,
             result.plan if result is not None else None,

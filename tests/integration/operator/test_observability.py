@@ -341,3 +341,64 @@ def test_autoscaling_out_under_waiting_requests_and_back_in_never_past_capacity(
     )
     assert "ScaledUpToCapacity" in reasons or "ScaledUp" in reasons
     assert "InsufficientCapacity" in reasons
+
+
+class Versions:
+    """Every version of one NemotronDeployment, from a watch opened before it exists."""
+
+    def __init__(self, operator: OperatorProcess, name: str) -> None:
+        path = f"/apis/serving.nemotron.io/v1alpha1/namespaces/{NAMESPACE}/nemotrondeployments"
+        self._url = f"{operator.cluster.url}{path}?watch=true&timeoutSeconds=120"
+        self._name = name
+        self.seen: list[dict[str, Any]] = []
+        self._opened = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        assert self._opened.wait(10), "the watch did not open"
+
+    def _run(self) -> None:
+        with urllib.request.urlopen(self._url, timeout=130) as response:  # noqa: S310 (loopback)
+            self._opened.set()
+            for line in response:
+                obj = json.loads(line)["object"]
+                if obj.get("metadata", {}).get("name") == self._name:
+                    self.seen.append(obj)
+
+
+def first_ready(versions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for obj in versions:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+            return obj
+    return None
+
+
+@pytest.mark.parametrize("operator_process", [SCRAPE_ARGS], indirect=True)
+def test_status_is_complete_when_it_says_ready_and_idle_scrapes_write_nothing(
+    operator_process: OperatorProcess,
+) -> None:
+    operator = operator_process
+    ensure_namespace(operator.cluster, NAMESPACE)
+    versions = Versions(operator, "first")
+    apply(operator.cluster, lightning("first"))
+    wait_ready(operator.cluster, "first")
+    ready = until(operator, lambda: first_ready(versions.seen), "the first Ready version")
+    mark = operator.mark()
+    # The status patch that first says Ready carries what the first scrape sees: the plan
+    # check, PlanAccurate and throughput (a pod that served nothing: 0 tokens/s).
+    shown = ready["status"]
+    assert shown["planCheck"]["kvCacheBlocks"] == shown["plan"]["kvCacheBlocks"]
+    accurate = [c for c in shown["conditions"] if c["type"] == "PlanAccurate"]
+    assert [c["reason"] for c in accurate] == ["WithinTolerance"]
+    assert shown["throughput"]["podsSampled"] == 1
+    assert shown["throughput"]["generationTokensPerSecond"] == 0
+    # Then the timer scrapes for several intervals with no traffic: no status written again.
+    scraped = lambda: scrape_operator(operator).get(  # noqa: E731
+        ("nemotron_operator_pod_scrapes_total", (("result", "ok"),)), 0.0
+    )
+    before = scraped()
+    until(operator, lambda: scraped() - before >= 6, "six more scrapes")
+    status_writes = [w for w in operator.writes(mark) if "/nemotrondeployments/" in w["path"]]
+    assert status_writes == []
+    assert first_ready(versions.seen) is ready
+    assert versions.seen[-1]["status"] == shown

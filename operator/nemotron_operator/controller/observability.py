@@ -200,18 +200,22 @@ class Observability:
         """A ready leader never sampled (nor tried here): scrape all leaders now (the figures are
         the deployment's), without queueing (status is written next) or autoscaling (the timer's
         job); a pod that does not answer is left to the timer."""
-        if self._session is None or not _unsampled(state):
+        if self._session is None or self._session.closed or not _unsampled(state):
             return  # the usual case: no wait for a tick scraping a slow pod
         async with state.scraping:
             view, new = state.view, _unsampled(state)
             if view is None or not new or self._states.get(key) is not state:
                 return
             state.tried_inline |= new
-            await self._scrape(key, state, view)
+            try:
+                await self._scrape(key, state, view)
+            except RuntimeError:  # the timer's session closed under us: the operator is stopping
+                if self._session is None or not self._session.closed:
+                    raise
 
     async def _scrape(self, key: Key, state: _State, view: _View) -> bool:
         """Scrape and update the tracker (holding ``state.scraping``); True: status to change."""
-        if self._session is None:
+        if self._session is None or self._session.closed:
             return False
         result = await scrape_pods(
             self._session,

@@ -152,3 +152,14 @@ async def test_the_timer_skips_a_deployment_a_reconcile_has_just_sampled(
     await asyncio.sleep(0.05)
     await observability.tick(KEY)
     assert pods.hits[ips[0]] == 2
+
+
+async def test_a_reconcile_during_shutdown_does_not_fail_on_the_closed_session(
+    served: tuple[Pods, list[str]], observability: Observability
+) -> None:
+    pods, ips = served
+    assert observability._session is not None
+    await observability._session.close()  # the timer stopped first
+    parts = await seen(observability, [pod("p0", ips[0])])
+    assert parts.throughput is None
+    assert pods.hits[ips[0]] == 0

@@ -48,10 +48,11 @@ class DeploymentTracker:
         sampled_at: str,
         shortfall_threshold: float = plan_check.DEFAULT_SHORTFALL_THRESHOLD,
     ) -> TrackerUpdate:
-        # Nothing shown yet (a new deployment): a pod's first sample has rates already, counted
-        # from its vLLM's start. After an operator restart status shows figures; a first sample
-        # then only sets a base (below), so a restart alone writes nothing.
-        figures = aggregate(self.previous, samples, unresponsive, from_created=self.shown is None)
+        # No pod's figures shown yet (a new deployment): a pod's first sample has rates already,
+        # counted from its vLLM's start. After an operator restart status shows figures; a first
+        # sample then only sets a base (below), so a restart alone writes nothing.
+        fresh = self.shown is None or self.shown.pods_sampled == 0
+        figures = aggregate(self.previous, samples, unresponsive, from_created=fresh)
         # A pod that did not answer keeps its last sample, so its next answer still has a base.
         self.previous = {
             key: sample
@@ -63,7 +64,9 @@ class DeploymentTracker:
         # Warm-up: pods answered but none has rates yet (an operator restart, or pods without
         # created times), so there are no rates to show — keep what status shows.
         warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
-        moved = () if warming_up else change.changed_figures(self.shown, candidate)
+        # No serving pod yet (still deploying) and nothing shown: nothing to show, no write.
+        nothing = self.shown is None and not samples and not unresponsive
+        moved = () if warming_up or nothing else change.changed_figures(self.shown, candidate)
         if moved:
             self.shown = candidate
         result, check_changed = self._check_plan(

@@ -373,7 +373,10 @@ def first_ready(versions: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
-@pytest.mark.parametrize("operator_process", [SCRAPE_ARGS], indirect=True)
+# A generous timeout: on a loaded machine the one inline scrape must not miss its answer.
+@pytest.mark.parametrize(
+    "operator_process", [[SCRAPE, "--scrape-timeout-seconds=5"]], indirect=True
+)
 def test_status_is_complete_when_it_says_ready_and_idle_scrapes_write_nothing(
     operator_process: OperatorProcess,
 ) -> None:

@@ -70,7 +70,8 @@ async def served() -> AsyncIterator[tuple[Pods, list[str]]]:
     app.router.add_get("/metrics", pods.metrics)
     runner = web.AppRunner(app)
     await runner.setup()
-    base = f"127.{random.randrange(64, 250)}.{random.randrange(1, 250)}"  # noqa: S311
+    # 127.10-99.x.y: outside the simulated cluster's pod, Service and node ranges (100-254).
+    base = f"127.{random.randrange(10, 100)}.{random.randrange(1, 250)}"  # noqa: S311
     ips = [f"{base}.1", f"{base}.2"]
     for ip in ips:
         await web.TCPSite(runner, ip, SERVE_PORT).start()

@@ -65,3 +65,25 @@ def test_after_a_restart_the_first_sample_keeps_what_status_shows() -> None:
     assert "generation_tokens_per_second" in second.throughput_changed
     assert tracker.shown is not None
     assert tracker.shown.generation_tokens_per_second == 0.0
+
+
+def test_a_tick_before_any_pod_is_ready_shows_nothing_and_keeps_the_first_rates() -> None:
+    tracker = DeploymentTracker()
+    empty = tracker.update(None, {}, {}, [], sampled_at="t0")  # still deploying
+    assert empty.throughput_changed == ()
+    assert tracker.shown is None
+    first = update(tracker, sample(100.0, 800.0, since_start=40.0), "t1")
+    assert first.throughput_changed == ("throughput",)
+    assert tracker.shown is not None
+    assert tracker.shown.generation_tokens_per_second == pytest.approx(20.0)
+
+
+def test_when_status_shows_only_silent_pods_a_first_answer_counts_from_created() -> None:
+    tracker = DeploymentTracker()
+    silent = tracker.update(None, {}, {}, ["pod-0"], sampled_at="t0")
+    assert silent.throughput_changed == ("throughput",)  # the silent pod is reported
+    assert tracker.shown is not None
+    assert tracker.shown.pods_sampled == 0
+    answered = update(tracker, sample(100.0, 800.0, since_start=40.0), "t1")
+    assert "pods_sampled" in answered.throughput_changed
+    assert tracker.shown.generation_tokens_per_second == pytest.approx(20.0)

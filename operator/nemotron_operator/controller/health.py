@@ -29,6 +29,7 @@ class HealthState:
     started: float = field(default_factory=time.monotonic)
     last_resync: float | None = None
     kopf_running: Callable[[], bool] = lambda: True
+    more_problems: Callable[[], list[str]] = list  # the watch cache's (stopped or failing)
 
     def resynced(self) -> None:
         self.last_resync = time.monotonic()
@@ -46,6 +47,7 @@ class HealthState:
         started_long_ago = time.monotonic() - self.started > min(self.stale_after, 30.0)
         if watchers < self.expected_watchers and started_long_ago:
             out.append(f"{watchers} of {self.expected_watchers} watch streams running")
+        out.extend(self.more_problems())
         last = self.last_resync if self.last_resync is not None else self.started
         age = time.monotonic() - last
         if age > self.stale_after:

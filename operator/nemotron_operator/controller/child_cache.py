@@ -56,11 +56,16 @@ def owner_name(obj: dict[str, Any]) -> str | None:
 
 class ChildCache:
     def __init__(
-        self, kube: KubeClient, namespaces: Iterable[str], enqueue: Enqueue | None = None
+        self,
+        kube: KubeClient,
+        namespaces: Iterable[str],
+        enqueue: Enqueue | None = None,
+        on_restart: Callable[[str], None] | None = None,
     ) -> None:
         self.kube = kube
         self.namespaces: tuple[str | None, ...] = tuple(namespaces) or (None,)
         self.enqueue = enqueue
+        self.on_restart = on_restart  # a watch stream re-opened (the restarts metric)
         self._informers: dict[tuple[Resource, str | None], Informer] = {}
         self._tasks: dict[tuple[Resource, str | None], asyncio.Task[None]] = {}
         # (namespace, instance label) → NemotronDeployment name, from the children seen.
@@ -88,6 +93,7 @@ class ChildCache:
                         label_selector=CHILD_SELECTOR,
                         index_label=n.INSTANCE,
                         listener=self._changed,
+                        on_restart=self.on_restart,
                     )
                     self._informers[key] = informer
                     self._tasks[key] = asyncio.create_task(

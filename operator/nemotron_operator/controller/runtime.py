@@ -50,7 +50,12 @@ class Controller:
         self.metrics = OperatorMetrics(REGISTRY)
         self.observability = Observability(kube, config, self.queue, self.metrics)
         self.reconciler.observability = self.observability
-        self.cache = ChildCache(kube, config.namespaces, enqueue=self.queue.add)
+        self.cache = ChildCache(
+            kube,
+            config.namespaces,
+            enqueue=self.queue.add,
+            on_restart=self.metrics.watch_restarted,
+        )
         self.reconciler.cache = self.cache
         kube.on_response = self.metrics.api_request
         count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")

@@ -58,6 +58,7 @@ class Informer:
         label_selector: str | None = None,
         index_label: str | None = None,
         listener: Listener | None = None,
+        on_restart: Callable[[str], None] | None = None,
         backoffs: Sequence[float] = DEFAULT_BACKOFFS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -67,6 +68,8 @@ class Informer:
         self.label_selector = label_selector
         self.index_label = index_label
         self.listener = listener
+        self.on_restart = on_restart  # called with the plural each time a stream is re-opened
+        self.streams = 0
         self.backoffs = tuple(backoffs) or DEFAULT_BACKOFFS
         self._clock = clock
         self._objects: dict[ObjectKey, tuple[str | None, str]] = {}  # key → (version, JSON)
@@ -209,6 +212,9 @@ class Informer:
 
     async def _watch(self) -> bool:
         """Follow one stream to its end; True when the caller must list again."""
+        self.streams += 1
+        if self.streams > 1 and self.on_restart is not None:
+            self.on_restart(self.resource.plural)
         stream = self.kube.watch(
             self.resource,
             self.namespace,

@@ -69,13 +69,16 @@ async def run_until(informer: Informer, done: Any, seconds: float = 2.0) -> None
         await asyncio.gather(task, return_exceptions=True)
 
 
-def make(api: ScriptedApi, seen: list[tuple[str, str]]) -> Informer:
+def make(
+    api: ScriptedApi, seen: list[tuple[str, str]], restarts: list[str] | None = None
+) -> Informer:
     return Informer(
         api,  # type: ignore[arg-type]
         STATEFULSETS,
         label_selector="app.kubernetes.io/managed-by=nemotron-operator",
         index_label=LABEL,
         listener=lambda kind, obj: seen.append((kind, obj["metadata"]["name"])),
+        on_restart=None if restarts is None else restarts.append,
         backoffs=(0.01,),
     )
 
@@ -93,9 +96,10 @@ async def test_the_first_list_syncs_quietly_and_events_follow() -> None:
             ]
         ],
     )
-    informer = make(api, seen)
+    restarts: list[str] = []
+    informer = make(api, seen, restarts)
     assert not informer.synced.is_set()
-    await run_until(informer, lambda: len(seen) == 3)
+    await run_until(informer, lambda: len(seen) == 3 and len(api.watched_from) == 2)
     assert informer.synced.is_set()
     assert seen == [("ADDED", "c"), ("MODIFIED", "a"), ("DELETED", "b")]  # none for the list
     assert [o["metadata"]["name"] for o in informer.by_label("ai", "nano")] == ["a", "c"]
@@ -105,7 +109,8 @@ async def test_the_first_list_syncs_quietly_and_events_follow() -> None:
     assert kept["spec"]["image"] == "b"
     assert kept["kind"] == "StatefulSet"
     assert "managedFields" not in kept["metadata"]  # never compared; not kept
-    assert api.watched_from[0] == "10"
+    assert api.watched_from == ["10", "16"]  # the ended stream re-opened from the last version
+    assert restarts == ["statefulsets"]
     assert informer.version == "16"
 
 

@@ -39,6 +39,7 @@ ReconcileObserver = Callable[[Key, Outcome | None, float], None]
 observers: list[ReconcileObserver] = []
 CACHE_DISCOVERY_SECONDS = 30.0
 CACHE_SYNC_WAIT_SECONDS = 10.0
+RECONCILE_TIMEOUT_SECONDS = 120.0  # a reconcile takes well under a second; a bound, not a budget
 
 
 class Controller:
@@ -64,6 +65,7 @@ class Controller:
             stale_after=config.liveness_stale_after,
             expected_watchers=len(WATCHED) * namespaces,
             more_problems=lambda: self.cache.problems(config.liveness_stale_after),
+            waiting_since=self.queue.oldest_due,
         )
         self.lease: LeaseGuard | None = None
         if not config.standalone:
@@ -130,7 +132,9 @@ class Controller:
                 if not self.leading:
                     self.queue.add(key, 1.0)
                     continue
-                outcome = await self.reconciler.reconcile(*key)
+                outcome = await asyncio.wait_for(
+                    self.reconciler.reconcile(*key), RECONCILE_TIMEOUT_SECONDS
+                )
                 self.queue.forget(key)
                 self._log(key, outcome)
                 if outcome.retry_after is not None:
@@ -139,12 +143,20 @@ class Controller:
                     self.queue.retry(key, outcome.backoff)
             except ApiError as exc:
                 self._retry(key, exc)
+            except TimeoutError:
+                # Every await of a reconcile is bounded (requests, scrapes); one that still
+                # hangs must not take a worker with it. The traceback says where it hung.
+                logger.exception(
+                    "reconcile of %s/%s did not finish in %.0f s", *key, RECONCILE_TIMEOUT_SECONDS
+                )
+                self.queue.retry(key, self.config.retry_max_seconds)
             except Exception:
                 logger.exception("reconcile of %s/%s failed unexpectedly", *key)
                 attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
                 self.queue.retry(key, min(self.config.retry_max_seconds, 2.0**attempt))
             finally:
                 self.queue.done(key)
+                self.health.worked()
                 elapsed = time.monotonic() - started
                 self._observe(key, outcome, elapsed)
                 for observer in observers:

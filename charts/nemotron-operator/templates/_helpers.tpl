@@ -76,9 +76,9 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["serving.nemotron.io"]
   resources: ["nemotrondeployments/finalizers"]
   verbs: ["update"]
-# Children: listed to find the operator's own, applied server-side (patch, and create when the
-# apply creates the object), deleted when no longer desired; kopf watches StatefulSets, Services
-# and pods to re-queue their owner.
+# Children: listed and watched (the operator's watch cache; it re-queues their owner), applied
+# server-side (patch, and create when the apply creates the object), deleted when no longer
+# desired.
 - apiGroups: ["apps"]
   resources: ["statefulsets"]
   verbs: ["list", "watch", "create", "patch", "delete"]
@@ -87,21 +87,21 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
   verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["persistentvolumeclaims"]
-  verbs: ["list", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["list", "create", "patch", "delete"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
-# The operator lists its own PodMonitors wherever the CRD is installed; it writes them only if
-# allowed to.
+# The operator lists and watches its own PodMonitors wherever the CRD is installed; it writes
+# them only if allowed to.
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["podmonitors"]
-  verbs: {{ if .Values.rbac.podMonitors }}["list", "create", "patch", "delete"]{{ else }}["list"]{{ end }}
+  verbs: {{ if .Values.rbac.podMonitors }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
 {{- end -}}
 
 {{/* The single-replica guard's Lease, in the release's namespace: create cannot be limited to
@@ -127,9 +127,9 @@ GPUs are allocatable minus what scheduled pods request), and Karpenter NodePools
   resources: ["pods"]
   verbs: ["list"]
 {{- end }}
-# The operator lists its own NodePools wherever Karpenter is installed; it writes them only if
-# allowed to.
+# The operator lists and watches its own NodePools wherever Karpenter is installed; it writes
+# them only if allowed to.
 - apiGroups: ["karpenter.sh"]
   resources: ["nodepools"]
-  verbs: {{ if .Values.rbac.karpenterNodePools }}["list", "create", "patch", "delete"]{{ else }}["list"]{{ end }}
+  verbs: {{ if .Values.rbac.karpenterNodePools }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
 {{- end -}}

@@ -15,7 +15,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import CHILD_RESOURCES, NODE_POOLS, Resource, resource_of
@@ -84,6 +84,35 @@ def owned_by(obj: dict[str, Any], uid: str, owner_key: str) -> bool:
     return (metadata.get("annotations") or {}).get(n.OWNER) == owner_key
 
 
+class Cache(Protocol):
+    """What the reconcile needs of the watch cache (``controller.child_cache.ChildCache``)."""
+
+    def of_instance(
+        self, resource: Resource, namespace: str, instance: str
+    ) -> list[dict[str, Any]] | None: ...
+
+    def stored(self, resource: Resource, obj: Any) -> None: ...
+
+    def unserved(self) -> frozenset[Resource]: ...
+
+
+async def read_instance(
+    kube: KubeClient,
+    resource: Resource,
+    namespace: str,
+    instance: str,
+    cache: Cache | None = None,
+) -> list[dict[str, Any]]:
+    """The managed objects of one kind with this instance label: from the watch cache when it
+    follows the kind, else listed from the API server."""
+    cached = cache.of_instance(resource, namespace, instance) if cache is not None else None
+    if cached is not None:
+        return cached
+    selector = f"{n.INSTANCE}={instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}"
+    where = namespace if resource.namespaced else None
+    return await kube.list(resource, where, label_selector=selector)
+
+
 async def read_live(
     kube: KubeClient,
     namespace: str,
@@ -91,15 +120,14 @@ async def read_live(
     *,
     uid: str,
     served: frozenset[Resource],
+    cache: Cache | None = None,
 ) -> Live:
-    selector = f"{n.INSTANCE}={names.instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}"
     owner_key = f"{names.namespace}/{names.deployment}"
     live = Live()
     for resource in CHILD_RESOURCES:
         if resource not in served:
             continue
-        where = namespace if resource.namespaced else None
-        for obj in await kube.list(resource, where, label_selector=selector):
+        for obj in await read_instance(kube, resource, namespace, names.instance, cache):
             if owned_by(obj, uid, owner_key):
                 live.objects[(resource, obj["metadata"]["name"])] = obj
     return live
@@ -118,6 +146,7 @@ async def sync(
     live: Live,
     *,
     served: frozenset[Resource],
+    cache: Cache | None = None,
 ) -> SyncResult:
     """Apply each desired object that is missing or differs; delete owned children that are no
     longer desired (a NodePool only through :func:`delete_node_pools`, by the caller)."""
@@ -132,7 +161,9 @@ async def sync(
         wanted.add((resource, name))
         final = stamped(obj)
         if not up_to_date(live.objects.get((resource, name)), final):
-            await kube.apply(resource, final)
+            answer = await kube.apply(resource, final)
+            if cache is not None:
+                cache.stored(resource, answer)
             result.applied.append(f"{obj['kind']}/{name}")
     for (resource, name), obj in live.objects.items():
         if (resource, name) in wanted:

@@ -1,4 +1,4 @@
-"""The kopf side: settings, login, and thin ``on.event`` handlers that only queue work.
+"""The kopf side: settings, login, and a thin ``on.event`` handler that only queues work.
 
 Why only ``on.event`` (read in kopf 1.45.2's ``_core/reactor/processing.py``): with no
 ``on.create/update/resume/delete/field`` handler kopf stores no ``last-handled-configuration``
@@ -7,9 +7,11 @@ handlers are never retried, so no progress annotations; returning ``None`` patch
 status. kopf therefore never writes to a NemotronDeployment. The reconcile, its retries and the
 periodic resync live in :mod:`nemotron_operator.controller.runtime`.
 
-Children are watched with a server-side label selector (``settings.watching.label_selectors``,
-kopf ≥ 1.45), so only the operator's own StatefulSets, Services and pods reach it — never all
-pods of the cluster.
+kopf watches NemotronDeployments only. The children and their pods are followed by the
+operator's own watch cache (:mod:`nemotron_operator.controller.child_cache`), which re-queues
+their owner and lets a reconcile read them without a request: kopf deep-copies every event's
+body twice before it looks for a handler, which cost more CPU than the reconciles themselves
+when it watched every pod (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -22,28 +24,16 @@ import kopf
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Connection
-from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS, SERVICES, STATEFULSETS
+from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.render import names as n
 
-CHILD_SELECTOR = f"{n.MANAGED_BY_LABEL}={n.MANAGED_BY}"
-# A child event re-queues its owner a moment later, so that a burst (every pod of a rollout)
-# becomes one reconcile.
-CHILD_DEBOUNCE_SECONDS = 0.2
-WATCHED = (NEMOTRON_DEPLOYMENTS, STATEFULSETS, SERVICES, PODS)
-
-
-def _selector(resource: Any) -> tuple[str, str] | tuple[str, str, str]:
-    """kopf's spelling: ("v1", "pods") for the core group, (group, version, plural) otherwise."""
-    if not resource.group:
-        return (resource.version, resource.plural)
-    return (resource.group, resource.version, resource.plural)
+WATCHED = (NEMOTRON_DEPLOYMENTS,)  # by kopf; the children by the watch cache
 
 
 def build_registry(
     config: OperatorConfig, connection: Connection, queue: WorkQueue
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
-    instances: dict[tuple[str, str], str] = {}  # (namespace, instance label) → name
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -63,8 +53,6 @@ def build_registry(
         settings.watching.client_timeout = 330
         settings.watching.connect_timeout = 10
         settings.watching.inactivity_timeout = 70  # a silent stream is re-opened (bookmarks)
-        for resource in (STATEFULSETS, SERVICES, PODS):
-            settings.watching.label_selectors[_selector(resource)] = CHILD_SELECTOR
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
@@ -81,30 +69,8 @@ def build_registry(
 
     @kopf.on.event(nd.group, nd.version, nd.plural, registry=registry)
     def deployment_event(**kwargs: Any) -> None:
-        name, namespace = str(kwargs["name"]), str(kwargs["namespace"])
-        instances[(namespace, n.label_value(name))] = name
         if kwargs.get("type") == "DELETED":
             return
-        queue.add((namespace, name))
-
-    def owner_from_references(body: Any) -> str | None:
-        for ref in body.get("metadata", {}).get("ownerReferences") or []:
-            if ref.get("kind") == nd.kind and ref.get("apiVersion") == nd.api_version:
-                return str(ref.get("name"))
-        return None
-
-    @kopf.on.event(*_selector(STATEFULSETS), registry=registry)
-    @kopf.on.event(*_selector(SERVICES), registry=registry)
-    def child_event(**kwargs: Any) -> None:
-        owner = owner_from_references(kwargs["body"])
-        if owner is not None:
-            queue.add((str(kwargs["namespace"]), owner), CHILD_DEBOUNCE_SECONDS)
-
-    @kopf.on.event(*_selector(PODS), registry=registry)
-    def pod_event(**kwargs: Any) -> None:
-        namespace = str(kwargs["namespace"])
-        owner = instances.get((namespace, str(kwargs["labels"].get(n.INSTANCE, ""))))
-        if owner is not None:
-            queue.add((namespace, owner), CHILD_DEBOUNCE_SECONDS)
+        queue.add((str(kwargs["namespace"]), str(kwargs["name"])))
 
     return registry

@@ -29,6 +29,13 @@ class HealthState:
     started: float = field(default_factory=time.monotonic)
     last_resync: float | None = None
     kopf_running: Callable[[], bool] = lambda: True
+    more_problems: Callable[[], list[str]] = list  # the watch cache's (stopped or failing)
+    # When the longest-waiting due key of the work queue became due (None: nothing waits).
+    waiting_since: Callable[[], float | None] = lambda: None
+    last_work: float | None = None
+
+    def worked(self) -> None:
+        self.last_work = time.monotonic()
 
     def resynced(self) -> None:
         self.last_resync = time.monotonic()
@@ -46,6 +53,15 @@ class HealthState:
         started_long_ago = time.monotonic() - self.started > min(self.stale_after, 30.0)
         if watchers < self.expected_watchers and started_long_ago:
             out.append(f"{watchers} of {self.expected_watchers} watch streams running")
+        out.extend(self.more_problems())
+        due = self.waiting_since()
+        if due is not None and time.monotonic() - due > self.stale_after:
+            since = self.last_work if self.last_work is not None else self.started
+            if time.monotonic() - since > self.stale_after:
+                out.append(
+                    f"work waits {time.monotonic() - due:.0f} s and no reconcile has finished "
+                    f"for {time.monotonic() - since:.0f} s (workers stuck)"
+                )
         last = self.last_resync if self.last_resync is not None else self.started
         age = time.monotonic() - last
         if age > self.stale_after:

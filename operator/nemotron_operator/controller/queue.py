@@ -62,6 +62,12 @@ class WorkQueue:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
 
+    def oldest_due(self) -> float | None:
+        """The monotonic time the longest-waiting due key became due (None: none is due)."""
+        now = time.monotonic()
+        due = [t for k, t in self._due.items() if t <= now and k not in self._processing]
+        return min(due) if due else None
+
     def done(self, key: Key) -> None:
         self._processing.discard(key)
         if key in self._due:

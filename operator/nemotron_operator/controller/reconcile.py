@@ -138,6 +138,7 @@ class Reconciler:
         self._served: frozenset[Resource] | None = None
         self._served_at = -1e9
         self.observability: Observability | None = None  # set by the runtime
+        self.cache: children.Cache | None = None  # the watch cache, set by the runtime
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
@@ -147,6 +148,8 @@ class Reconciler:
                 if await self.kube.served(resource):
                     found.add(resource)
             self._served, self._served_at = frozenset(found), time.monotonic()
+        if self.cache is not None:  # a CRD removed since discovery: its watch got a 404
+            return self._served - self.cache.unserved()
         return self._served
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
@@ -201,7 +204,7 @@ class Reconciler:
             result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
         served = await self.served()
         live = await children.read_live(
-            self.kube, namespace, names, uid=metadata["uid"], served=served
+            self.kube, namespace, names, uid=metadata["uid"], served=served, cache=self.cache
         )
         outcome = Outcome(
             "ok" if problem is None else "infeasible",
@@ -214,23 +217,10 @@ class Reconciler:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
-            try:
-                synced = await children.sync(self.kube, desired, live, served=served)
-                outcome.applied, outcome.deleted = synced.applied, synced.deleted
-            except ApiError as exc:
-                if exc.action is not Action.REPORT:
-                    raise
-                # The server refuses what we rendered (an immutable field, an admission
-                # policy): say so in status and try again later, not in a tight loop.
-                apply_error = f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
-                outcome.backoff = self.config.retry_max_seconds
+            apply_error = await self._sync(desired, live, served, outcome)
             if not wants_pool and not _pools_left(live, outcome.deleted):
                 await self._drop_finalizer(raw)
-        pods = await self.kube.list(
-            PODS,
-            namespace,
-            label_selector=f"{n.INSTANCE}={names.instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}",
-        )
+        pods = await children.read_instance(self.kube, PODS, namespace, names.instance, self.cache)
         observation = None
         capacity = None
         node_pool = None
@@ -273,6 +263,31 @@ class Reconciler:
         inputs = await self._with_observed(raw, deployment, result, pods, inputs)
         await self._write_status(raw, inputs, outcome)
         return outcome
+
+    async def _sync(
+        self,
+        desired: list[dict[str, Any]],
+        live: children.Live,
+        served: frozenset[Resource],
+        outcome: Outcome,
+    ) -> str | None:
+        """Apply and prune the children; what the server refused, for status."""
+        try:
+            synced = await children.sync(self.kube, desired, live, served=served, cache=self.cache)
+        except ApiError as exc:
+            if exc.status == 404:
+                # A kind discovery said was served is not (its CRD was just removed): look
+                # again before the retry, or the missing kind would read as a gone object.
+                self._served = None
+                raise ApiError(503, "KindNotServed", exc.message, exc.method, exc.url) from exc
+            if exc.action is not Action.REPORT:
+                raise
+            # The server refuses what we rendered (an immutable field, an admission policy):
+            # say so in status and try again later, not in a tight loop.
+            outcome.backoff = self.config.retry_max_seconds
+            return f"{exc.method} {exc.url}: {exc.status} {exc.reason}: {exc.message}"
+        outcome.applied, outcome.deleted = synced.applied, synced.deleted
+        return None
 
     async def _with_observed(
         self,
@@ -383,7 +398,12 @@ class Reconciler:
         served = await self.served()
         pools = frozenset({NODE_POOLS}) & served
         live = await children.read_live(
-            self.kube, metadata["namespace"], names, uid=metadata["uid"], served=pools
+            self.kube,
+            metadata["namespace"],
+            names,
+            uid=metadata["uid"],
+            served=pools,
+            cache=self.cache,
         )
         if not await children.delete_node_pools(self.kube, live):
             return Outcome(

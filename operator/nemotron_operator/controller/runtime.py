@@ -10,6 +10,7 @@ a short one on 409. Nothing sleeps inside a handler; a key is never reconciled t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ import kopf
 from prometheus_client import REGISTRY
 
 from nemotron_operator.controller import shutdown
+from nemotron_operator.controller.child_cache import ChildCache
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
@@ -35,6 +37,9 @@ logger = logging.getLogger("nemotron_operator")
 # Called after every reconcile with (key, outcome or None on error, seconds): the metrics hook.
 ReconcileObserver = Callable[[Key, Outcome | None, float], None]
 observers: list[ReconcileObserver] = []
+CACHE_DISCOVERY_SECONDS = 30.0
+CACHE_SYNC_WAIT_SECONDS = 10.0
+RECONCILE_TIMEOUT_SECONDS = 120.0  # a reconcile takes well under a second; a bound, not a budget
 
 
 class Controller:
@@ -46,11 +51,21 @@ class Controller:
         self.metrics = OperatorMetrics(REGISTRY)
         self.observability = Observability(kube, config, self.queue, self.metrics)
         self.reconciler.observability = self.observability
+        self.cache = ChildCache(
+            kube,
+            config.namespaces,
+            enqueue=self.queue.add,
+            on_restart=self.metrics.watch_restarted,
+        )
+        self.reconciler.cache = self.cache
         kube.on_response = self.metrics.api_request
         count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
-            stale_after=config.liveness_stale_after, expected_watchers=len(WATCHED) * namespaces
+            stale_after=config.liveness_stale_after,
+            expected_watchers=len(WATCHED) * namespaces,
+            more_problems=lambda: self.cache.problems(config.liveness_stale_after),
+            waiting_since=self.queue.oldest_due,
         )
         self.lease: LeaseGuard | None = None
         if not config.standalone:
@@ -93,7 +108,21 @@ class Controller:
                 )
             await asyncio.sleep(self.config.resync_seconds)
 
+    async def follow_children(self) -> None:
+        """Start the watch cache for every served child kind, and again whenever discovery
+        finds an optional CRD (PodMonitor, NodePool) installed or removed."""
+        while True:
+            try:
+                self.cache.start(await self.reconciler.served())
+            except ApiError as exc:
+                logger.warning("discovery failed: %s; the watch cache waits for it", exc)
+            await asyncio.sleep(CACHE_DISCOVERY_SECONDS)
+
     async def worker(self) -> None:
+        # A (re)started operator reads its children from the cache once it is filled; until
+        # then, or if it takes long, a reconcile lists them (correct either way, only slower).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.cache.wait_synced(), CACHE_SYNC_WAIT_SECONDS)
         while True:
             await self._wait_leading()
             key = await self.queue.get()
@@ -103,7 +132,9 @@ class Controller:
                 if not self.leading:
                     self.queue.add(key, 1.0)
                     continue
-                outcome = await self.reconciler.reconcile(*key)
+                outcome = await asyncio.wait_for(
+                    self.reconciler.reconcile(*key), RECONCILE_TIMEOUT_SECONDS
+                )
                 self.queue.forget(key)
                 self._log(key, outcome)
                 if outcome.retry_after is not None:
@@ -112,12 +143,20 @@ class Controller:
                     self.queue.retry(key, outcome.backoff)
             except ApiError as exc:
                 self._retry(key, exc)
+            except TimeoutError:
+                # Every await of a reconcile is bounded (requests, scrapes); one that still
+                # hangs must not take a worker with it. The traceback says where it hung.
+                logger.exception(
+                    "reconcile of %s/%s did not finish in %.0f s", *key, RECONCILE_TIMEOUT_SECONDS
+                )
+                self.queue.retry(key, self.config.retry_max_seconds)
             except Exception:
                 logger.exception("reconcile of %s/%s failed unexpectedly", *key)
                 attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
                 self.queue.retry(key, min(self.config.retry_max_seconds, 2.0**attempt))
             finally:
                 self.queue.done(key)
+                self.health.worked()
                 elapsed = time.monotonic() - started
                 self._observe(key, outcome, elapsed)
                 for observer in observers:
@@ -215,7 +254,10 @@ async def run_operator(config: OperatorConfig) -> int:
             name="kopf",
         )
         controller.health.kopf_running = lambda: not kopf_task.done()
-        tasks = [asyncio.create_task(controller.resync(), name="resync")]
+        tasks = [
+            asyncio.create_task(controller.resync(), name="resync"),
+            asyncio.create_task(controller.follow_children(), name="child-cache"),
+        ]
         tasks += [
             asyncio.create_task(controller.worker(), name=f"worker-{i}")
             for i in range(config.workers)
@@ -240,6 +282,7 @@ async def run_operator(config: OperatorConfig) -> int:
         code = 0 if stop_requested.is_set() else _kopf_outcome(kopf_task)
         # Stop taking work first, then hand the Lease over, then let kopf close its watches.
         await shutdown.stop_tasks(tasks, shutdown.TASKS_SECONDS)
+        await shutdown.bounded(controller.cache.stop(), shutdown.TASKS_SECONDS, "closing watches")
         if controller.lease is not None:
             await shutdown.bounded(
                 controller.lease.release(), shutdown.RELEASE_SECONDS, "releasing the Lease"

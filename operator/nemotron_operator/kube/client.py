@@ -9,8 +9,9 @@ logged (a pod template names Secrets; Events and logs must not carry more than t
 
 from __future__ import annotations
 
+import builtins
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -30,20 +31,29 @@ class KubeClient:
         self._connection = connection
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=10.0)
         self._session: aiohttp.ClientSession | None = None
+        self._watch_session: aiohttp.ClientSession | None = None
         self.requests = 0  # for metrics and tests
         self.writes = 0
         # Called with (method, HTTP status) after every answer: the API request metrics.
         self.on_response: Callable[[str, int], None] | None = None
 
     async def __aenter__(self) -> KubeClient:
-        connector = aiohttp.TCPConnector(ssl=self._connection.ssl_context(), limit=16)
+        ssl = self._connection.ssl_context()
+        connector = aiohttp.TCPConnector(ssl=ssl, limit=16)
         self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
+        # Watches hold their connection for minutes: a pool of their own, without a limit, so
+        # that they never starve requests (nor one another). An event is one line: room for
+        # the largest objects.
+        self._watch_session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ssl, limit=0), read_bufsize=2**22
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._watch_session):
+            if session is not None:
+                await session.close()
+        self._session = self._watch_session = None
 
     async def _request(
         self,
@@ -97,17 +107,76 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
+        items, _ = await self.list_versioned(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return items
+
+    async def list_versioned(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """The items and the list's ``resourceVersion`` (where a watch of it starts)."""
         params = {}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
         result = await self._request("GET", resource.collection_url(namespace), params=params)
-        items: list[dict[str, Any]] = result.get("items") or []
+        items: builtins.list[dict[str, Any]] = result.get("items") or []
         for item in items:  # lists leave kind and apiVersion out of their items
             item.setdefault("apiVersion", resource.api_version)
             item.setdefault("kind", resource.kind)
-        return items
+        version = str((result.get("metadata") or {}).get("resourceVersion") or "")
+        return items, version
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The watch events (``type`` and ``object``) from ``resource_version`` on, with
+        bookmarks, until the server ends the stream (after ``timeout_seconds``). An ``ERROR``
+        event (e.g. 410 Expired) is yielded as it came; the caller decides."""
+        if self._watch_session is None:
+            raise RuntimeError("KubeClient is not open (use async with)")
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if label_selector:
+            params["labelSelector"] = label_selector
+        headers = {"Accept": "application/json"}
+        authorization = self._connection.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        url = resource.collection_url(namespace)
+        timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30.0, sock_connect=10.0)
+        self.requests += 1
+        try:
+            async with self._watch_session.get(
+                self._connection.server + url, params=params, headers=headers, timeout=timeout
+            ) as response:
+                if self.on_response is not None:
+                    self.on_response("WATCH", response.status)
+                if response.status >= 400:
+                    text = await response.text()
+                    raise _error("GET", url, response.status, text, response.headers)
+                async for line in response.content:
+                    if line.strip():
+                        yield json.loads(line)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApiError(0, "Unreachable", repr(exc), "GET", url) from exc
 
     async def served(self, resource: Resource) -> bool:
         """Whether the server serves ``resource`` (its CRD is installed), from discovery."""

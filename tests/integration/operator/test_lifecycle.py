@@ -60,13 +60,28 @@ def test_create_owns_children_and_reports_ready_then_idles_without_writes(
 
     # Several resync ticks (1 s each) with nothing changed: no write at all (Lease aside).
     mark = operator_process.mark()
-    # Each tick reads the object, the nodes, the pods and the children (about ten GETs).
+    # Each tick lists the deployments and GETs this one; the GPU inventory and the metrics
+    # scrapes add reads of their own.
     cluster.wait_until(
-        lambda: len(operator_process.requests()) - mark > 40,
+        lambda: len(operator_process.requests()) - mark > 20,
         seconds=15,
         what="several resync ticks",
     )
     assert operator_process.writes(mark) == []
+    # ...and reads no child: they come from the watch cache (one watch per kind, not a LIST
+    # per kind per reconcile). The GPU inventory's cluster-wide pod list has no instance label.
+    child_lists = [
+        r["path"]
+        for r in operator_process.requests()[mark:]
+        if r["method"] == "GET" and "instance%3D" in r["path"] and "watch=" not in r["path"]
+    ]
+    assert child_lists == []
+    gets = [
+        r["path"]
+        for r in operator_process.requests()[mark:]
+        if "/nemotrondeployments/" in r["path"]
+    ]
+    assert gets, "the resync reconciled nothing"
     resource_version = (cluster.get(NDS, NAMESPACE, "nano") or {})["metadata"]["resourceVersion"]
 
     # A restart with nothing changed: no write either, and no pod restarted.

@@ -2,7 +2,8 @@
 
 The e2e suite audits the calls one run makes; this test covers the paths a run does not take (an
 autoscaler's scale patch, a NodePool's writes, a pruned child): every ``kube.<method>(RESOURCE,
-...)`` call in ``nemotron_operator`` and every kind kopf watches becomes (API group, resource,
+...)`` call in ``nemotron_operator``, every kind kopf watches and every kind the watch cache
+follows becomes (API group, resource,
 verb), and each must be granted by the chart with its optional switches on. Without them, only
 the optional kinds' writes may be missing. A grant that no call needs fails too, unless
 NOT_CALLED_DIRECTLY says why it is kept.
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemotron_operator.controller import handlers
+from nemotron_operator.controller import child_cache, handlers
 from nemotron_operator.kube import resources
 from nemotron_operator.kube.resources import CHILD_RESOURCES, OPTIONAL_RESOURCES, Resource
 from tests.helm import CHART, run_helm
@@ -88,7 +89,8 @@ def calls_in_code() -> set[tuple[Resource, str, str]]:
 
 def needed(calls: set[tuple[Resource, str, str]]) -> set[Grant]:
     grants = {(r.group, f"{r.plural}/{sub}" if sub else r.plural, verb) for r, sub, verb in calls}
-    for resource in handlers.WATCHED:  # kopf lists and watches these
+    # kopf lists and watches NemotronDeployments; the watch cache, the children and pods.
+    for resource in (*handlers.WATCHED, *child_cache.INFORMED):
         grants |= {
             (resource.group, resource.plural, "list"),
             (resource.group, resource.plural, "watch"),

@@ -169,3 +169,45 @@ def test_health_fails_without_watch_streams_kopf_or_a_recent_resync() -> None:
     assert len(stale) == 1
     assert stale[0].startswith("no successful resync for 61 s")
     assert stopped == ["kopf has stopped"]
+
+
+def test_health_fails_when_work_waits_and_no_reconcile_finishes() -> None:
+    async def scenario() -> list[list[str]]:
+        now = time.monotonic()
+        due: list[float | None] = [None]
+        state = HealthState(
+            stale_after=60.0,
+            expected_watchers=0,
+            started=now - 300.0,
+            waiting_since=lambda: due[0],
+        )
+        state.last_resync = now
+        results = [state.problems()]  # nothing waits
+        due[0] = now - 120.0
+        results.append(state.problems())  # waits, and nothing finished since the start
+        state.worked()  # a reconcile finished just now: busy, not stuck
+        results.append(state.problems())
+        return results
+
+    idle, stuck, busy = asyncio.run(scenario())
+    assert idle == []
+    assert len(stuck) == 1
+    assert "(workers stuck)" in stuck[0]
+    assert busy == []
+
+
+def test_queue_reports_its_longest_waiting_due_key() -> None:
+    async def scenario() -> tuple[float | None, float | None, float | None]:
+        queue = WorkQueue()
+        empty = queue.oldest_due()
+        queue.add(("ai", "later"), 30.0)
+        only_later = queue.oldest_due()
+        queue.add(("ai", "now"))
+        await asyncio.sleep(0.01)
+        return empty, only_later, queue.oldest_due()
+
+    empty, only_later, oldest = asyncio.run(scenario())
+    assert empty is None
+    assert only_later is None  # not due yet
+    assert oldest is not None
+    assert oldest <= time.monotonic()

@@ -15,6 +15,8 @@ from nemotron_operator.observe.plan_check import ObservedCache, PlanCheckResult
 from nemotron_operator.observe.samples import PodSample
 from nemotron_operator.observe.throughput import ThroughputFigures, aggregate
 
+UNRESPONSIVE_AFTER = 2  # consecutive failed scrapes before status lists a pod as unresponsive
+
 
 @dataclass(frozen=True)
 class TrackerUpdate:
@@ -37,6 +39,7 @@ class DeploymentTracker:
     autoscale: AutoscaleState = field(default_factory=AutoscaleState)
     last_figures: ThroughputFigures | None = None
     last_plan_check: PlanCheckResult | None = None
+    misses: dict[str, int] = field(default_factory=dict)  # consecutive failed scrapes, by pod
 
     def update(
         self,
@@ -66,7 +69,15 @@ class DeploymentTracker:
         warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
         # No serving pod yet (still deploying) and nothing shown: nothing to show, no write.
         nothing = self.shown is None and not samples and not unresponsive
-        moved = () if warming_up or nothing else change.changed_figures(self.shown, candidate)
+        # One missed scrape (a slow answer on a busy node) is not "unresponsive": status changes
+        # only once a pod has missed UNRESPONSIVE_AFTER scrapes in a row; /metrics shows each.
+        self.misses = {pod: self.misses.get(pod, 0) + 1 for pod in unresponsive}
+        passing = any(count < UNRESPONSIVE_AFTER for count in self.misses.values())
+        moved = (
+            ()
+            if warming_up or nothing or passing
+            else change.changed_figures(self.shown, candidate)
+        )
         if moved:
             self.shown = candidate
         result, check_changed = self._check_plan(

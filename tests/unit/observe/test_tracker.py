@@ -80,6 +80,8 @@ def test_a_tick_before_any_pod_is_ready_shows_nothing_and_keeps_the_first_rates(
 
 def test_when_status_shows_only_silent_pods_a_first_answer_counts_from_created() -> None:
     tracker = DeploymentTracker()
+    once = tracker.update(None, {}, {}, ["pod-0"], sampled_at="t0")
+    assert once.throughput_changed == ()  # one miss is not reported
     silent = tracker.update(None, {}, {}, ["pod-0"], sampled_at="t0")
     assert silent.throughput_changed == ("throughput",)  # the silent pod is reported
     assert tracker.shown is not None
@@ -87,3 +89,18 @@ def test_when_status_shows_only_silent_pods_a_first_answer_counts_from_created()
     answered = update(tracker, sample(100.0, 800.0, since_start=40.0), "t1")
     assert "pods_sampled" in answered.throughput_changed
     assert tracker.shown.generation_tokens_per_second == pytest.approx(20.0)
+
+
+def test_one_missed_scrape_writes_nothing_two_in_a_row_list_the_pod() -> None:
+    tracker = DeploymentTracker()
+    update(tracker, sample(100.0, 0.0, since_start=40.0), "t1")
+    missed = tracker.update(None, {}, {"uid-1": "pod-0"}, ["pod-0"], sampled_at="t2")
+    assert missed.throughput_changed == ()  # a slow answer once: status stays
+    assert missed.figures.unresponsive_pods == ("pod-0",)  # ...while /metrics sees it
+    again = tracker.update(None, {}, {"uid-1": "pod-0"}, ["pod-0"], sampled_at="t3")
+    assert "unresponsive_pods" in again.throughput_changed
+    assert tracker.shown is not None
+    assert tracker.shown.unresponsive_pods == ["pod-0"]
+    back = update(tracker, sample(160.0, 0.0, since_start=100.0), "t4")
+    assert "unresponsive_pods" in back.throughput_changed  # answering again is news at once
+    assert tracker.shown.unresponsive_pods == []

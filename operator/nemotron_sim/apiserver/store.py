@@ -42,7 +42,8 @@ from nemotron_sim.apiserver.selectors import (
     parse_label_selector,
 )
 
-# (resource, proposed object, stored object or None) → the object to store (defaulted)
+# (resource, proposed object, stored object or None) → the object to store (defaulted). It must
+# not modify its arguments (the stored one is shared; the proposed one may share its subtrees).
 Admission = Callable[[ResourceInfo, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
 
 # (resource, stored object, requested gracePeriodSeconds) → seconds to keep it terminating
@@ -139,7 +140,7 @@ class Store(GarbageCollection):
         if info.namespaced:
             self._require_namespace(ns)
         if self.admission is not None:  # validation comes before the existence check
-            new = self.admission(info, copy_obj(new), None)
+            new = self.admission(info, new, None)
         if name in self._objects.get(key.bucket, {}).get(ns, {}):
             raise AlreadyExistsError(key.plural, key.group, name)
         new = lifecycle.server_fields(info, new, None)
@@ -244,12 +245,12 @@ class Store(GarbageCollection):
             raise ConflictError(key.plural, key.group, meta(old)["name"])
         new = lifecycle.prepare_update(info, old, new, subresource)
         if self.admission is not None:
-            new = self.admission(info, copy_obj(new), copy_obj(old))
+            new = self.admission(info, new, old)
         new = lifecycle.server_fields(info, new, old)
         if lifecycle.same_content(old, new):
             return copy_obj(old)
         if dry_run:
-            return new
+            return copy_obj(new)
         return copy_obj(self._commit(info, new, old))
 
     def delete(

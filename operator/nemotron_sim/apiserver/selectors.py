@@ -148,3 +148,12 @@ def match_labels(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) 
     """Does a ``LabelSelector`` object select these labels? An empty selector selects all."""
     predicate = label_predicate(selector_to_string(selector))
     return predicate is None or predicate(labels)
+
+
+def object_predicate(label_selector: str | None, field_selector: str | None) -> Predicate | None:
+    """Both selectors of a list or watch request as one predicate; ``None`` if both are empty."""
+    labels = parse_label_selector(label_selector)
+    fields = parse_field_selector(field_selector)
+    if labels is None or fields is None:
+        return labels or fields
+    return lambda obj: labels(obj) and fields(obj)

@@ -4,7 +4,8 @@ Every write, whether it arrives over HTTP or from a simulated controller calling
 directly, goes through the same path: the same validation, one ``resourceVersion`` bump, one
 watch event. Stored objects are never mutated in place (a write builds a new dict that may share
 unchanged subtrees with the old one), so reads need no locks and lists copy nothing; the public
-read methods return copies that callers may modify.
+read and write methods return copies that callers may modify (writes with ``copy=False``: the
+stored object itself, read-only, for callers that only serialize it or ignore it).
 """
 
 from __future__ import annotations
@@ -37,9 +38,7 @@ from nemotron_sim.apiserver.resources import (
     ResourceKey,
 )
 from nemotron_sim.apiserver.selectors import (
-    Predicate,
-    parse_field_selector,
-    parse_label_selector,
+    object_predicate,
 )
 
 # (resource, proposed object, stored object or None) → the object to store (defaulted). It must
@@ -114,7 +113,7 @@ class Store(GarbageCollection):
     ) -> builtins.list[dict[str, Any]]:
         """Matching stored objects (no copies), sorted by namespace and name."""
         info = self.info(key)
-        matches = _predicate(label_selector, field_selector)
+        matches = object_predicate(label_selector, field_selector)
         by_ns = self._objects.get(key.bucket, {})
         if info.namespaced and namespace:
             spaces: Iterable[str] = [namespace] if namespace in by_ns else []
@@ -132,7 +131,7 @@ class Store(GarbageCollection):
     # --- writes -----------------------------------------------------------------------------
 
     def create(
-        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False
+        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
     ) -> dict[str, Any]:
         info = self.info(key)
         new = lifecycle.prepare_create(info, copy_obj(obj))
@@ -146,7 +145,7 @@ class Store(GarbageCollection):
         new = lifecycle.server_fields(info, new, None)
         if dry_run:
             return new
-        return copy_obj(self._commit(info, new, None))
+        return _out(self._commit(info, new, None), copy)
 
     def replace(
         self,
@@ -155,6 +154,7 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """PUT: the whole object. Custom resources need ``resourceVersion`` (no unconditional
         update, as in apiextensions-apiserver); built-in kinds may omit it."""
@@ -173,7 +173,9 @@ class Store(GarbageCollection):
                     )
                 ],
             )
-        return self.update(info, old, copy_obj(obj), subresource=subresource, dry_run=dry_run)
+        return self.update(
+            info, old, copy_obj(obj), subresource=subresource, dry_run=dry_run, copy=copy
+        )
 
     def merge_patch(
         self,
@@ -184,13 +186,14 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         info = self.info(key)
         old = self._existing(info, namespace, name)
         new = merge_patch(old, patch)
         if "resourceVersion" not in meta(patch):
             new["metadata"] = {**new["metadata"], "resourceVersion": meta(old)["resourceVersion"]}
-        return self.update(info, old, new, subresource=subresource, dry_run=dry_run)
+        return self.update(info, old, new, subresource=subresource, dry_run=dry_run, copy=copy)
 
     def apply(
         self,
@@ -201,6 +204,7 @@ class Store(GarbageCollection):
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """Server-side apply, approximated (see :mod:`.apply`): create or merge by manager."""
         info = self.info(key)
@@ -221,13 +225,15 @@ class Store(GarbageCollection):
         if current is None:
             if subresource is not None:
                 raise NotFoundError(key.plural, key.group, md.get("name", ""))
-            return self.create(key, merged, dry_run=dry_run)
+            return self.create(key, merged, dry_run=dry_run, copy=copy)
         if "resourceVersion" not in md:
             merged["metadata"] = {
                 **merged["metadata"],
                 "resourceVersion": meta(current)["resourceVersion"],
             }
-        return self.update(info, current, merged, subresource=subresource, dry_run=dry_run)
+        return self.update(
+            info, current, merged, subresource=subresource, dry_run=dry_run, copy=copy
+        )
 
     def update(
         self,
@@ -237,6 +243,7 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """Write ``new`` over the stored ``old`` with the API server's update rules."""
         key = info.key
@@ -248,10 +255,10 @@ class Store(GarbageCollection):
             new = self.admission(info, new, old)
         new = lifecycle.server_fields(info, new, old)
         if lifecycle.same_content(old, new):
-            return copy_obj(old)
+            return _out(old, copy)
         if dry_run:
             return copy_obj(new)
-        return copy_obj(self._commit(info, new, old))
+        return _out(self._commit(info, new, old), copy)
 
     def delete(
         self,
@@ -263,6 +270,7 @@ class Store(GarbageCollection):
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
         grace_period: int | None = None,
+        copy: bool = True,
     ) -> dict[str, Any] | None:
         """Delete now, or mark with ``deletionTimestamp`` while finalizers remain.
 
@@ -295,11 +303,11 @@ class Store(GarbageCollection):
         if policy == "Foreground" and self._dependents.get(md["uid"]):
             finalizers.append("foregroundDeletion")
         if key == NAMESPACE_KEY:
-            return copy_obj(self._delete_namespace(info, old))
+            return _out(self._delete_namespace(info, old), copy)
         grace = None
         if self.deletion_grace is not None and grace_period != 0:
             grace = self.deletion_grace(info, old, grace_period)
-        return copy_obj(self._mark_or_remove(info, old, finalizers, grace))
+        return _out(self._mark_or_remove(info, old, finalizers, grace), copy)
 
     # --- watch ------------------------------------------------------------------------------
 
@@ -395,9 +403,5 @@ class Store(GarbageCollection):
         return gone
 
 
-def _predicate(label_selector: str | None, field_selector: str | None) -> Predicate | None:
-    labels = parse_label_selector(label_selector)
-    fields = parse_field_selector(field_selector)
-    if labels is None or fields is None:
-        return labels or fields
-    return lambda obj: labels(obj) and fields(obj)
+def _out(obj: dict[str, Any], copy: bool) -> dict[str, Any]:
+    return copy_obj(obj) if copy else obj

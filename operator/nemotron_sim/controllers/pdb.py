@@ -116,4 +116,6 @@ class DisruptionController:
         } or [c.get("status") for c in current.get("conditions") or []] != [
             c["status"] for c in status["conditions"]
         ]:
-            self._store.merge_patch(PDBS, *key, {"status": status}, subresource="status")
+            self._store.merge_patch(
+                PDBS, *key, {"status": status}, subresource="status", copy=False
+            )

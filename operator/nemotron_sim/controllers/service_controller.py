@@ -194,7 +194,7 @@ class ServiceController:
         if current is None:
             create_if_absent(self._store, ENDPOINTS, desired)
         elif current.get("subsets") != desired.get("subsets"):
-            self._store.replace(ENDPOINTS, {**desired, "metadata": current["metadata"]})
+            self._store.replace(ENDPOINTS, {**desired, "metadata": current["metadata"]}, copy=False)
 
     async def _close(self, key: Key) -> None:
         current = self._proxies.pop(key, None)

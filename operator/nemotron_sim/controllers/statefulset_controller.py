@@ -108,6 +108,7 @@ class StatefulSetController:
                 md["name"],
                 {"status": actions.status},
                 subresource="status",
+                copy=False,
             )
 
     def _event(self, ref: dict[str, Any], reason: str, obj: dict[str, Any], what: str) -> None:
@@ -140,4 +141,4 @@ class StatefulSetController:
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
             "capacity": {"storage": storage},
         }
-        self._store.merge_patch(CLAIMS, *key, {"status": status}, subresource="status")
+        self._store.merge_patch(CLAIMS, *key, {"status": status}, subresource="status", copy=False)

@@ -133,8 +133,14 @@ class Store(GarbageCollection):
     def create(
         self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
     ) -> dict[str, Any]:
+        return self._insert(key, copy_obj(obj), dry_run=dry_run, copy=copy)
+
+    def _insert(
+        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool, copy: bool
+    ) -> dict[str, Any]:
+        """Create from ``obj``, which the store may keep: no one else holds it."""
         info = self.info(key)
-        new = lifecycle.prepare_create(info, copy_obj(obj))
+        new = lifecycle.prepare_create(info, obj)
         ns, name = meta(new).get("namespace", ""), new["metadata"]["name"]
         if info.namespaced:
             self._require_namespace(ns)
@@ -225,7 +231,8 @@ class Store(GarbageCollection):
         if current is None:
             if subresource is not None:
                 raise NotFoundError(key.plural, key.group, md.get("name", ""))
-            return self.create(key, merged, dry_run=dry_run, copy=copy)
+            # server_side_apply built ``merged`` from copies of what was applied
+            return self._insert(key, merged, dry_run=dry_run, copy=copy)
         if "resourceVersion" not in md:
             merged["metadata"] = {
                 **merged["metadata"],

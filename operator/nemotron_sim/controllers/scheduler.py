@@ -236,4 +236,12 @@ def _fits(
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     # parsed in filter_node's order, so that a bad amount fails as it does
     capacity = {name: parse_quantity(allocatable.get(name, 0)) for name, _ in sorted(wanted)}
-    return all(amount <= capacity[name] - used.get(name, _ZERO) for name, amount in wanted)
+    return all(_at_most(amount, capacity[name], used.get(name, _ZERO)) for name, amount in wanted)
+
+
+def _at_most(amount: Fraction, capacity: Fraction, used: Fraction) -> bool:
+    """``amount <= capacity - used``; in plain ints when all three are whole (GPUs, memory),
+    which is the same comparison without creating a Fraction."""
+    if amount.denominator == capacity.denominator == used.denominator == 1:
+        return amount.numerator <= capacity.numerator - used.numerator
+    return amount <= capacity - used

@@ -4,6 +4,6 @@ CRD rule) and by the simulated cluster's API stand-in (so ``kubectl apply`` of a
 refused with the field path)."""
 
 from nemotron_operator.admission.errors import AdmissionError, Cause
-from nemotron_operator.admission.validate import validate_object, version_schema
+from nemotron_operator.admission.validate import unknown_fields, validate_object, version_schema
 
-__all__ = ["AdmissionError", "Cause", "validate_object", "version_schema"]
+__all__ = ["AdmissionError", "Cause", "unknown_fields", "validate_object", "version_schema"]

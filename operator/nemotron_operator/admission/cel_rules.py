@@ -29,6 +29,31 @@ def _program(rule: str) -> celpy.Runner:
     return _ENV.program(_ENV.compile(rule))
 
 
+def _run(text: str, activation: dict[str, Any]) -> bool | str:
+    """The rule's verdict, or the text of its evaluation error.
+
+    CEL is deterministic, so a verdict is remembered per rule and activation (keyed by the CEL
+    values' ``repr``, which carries their types): a thousand objects with the same spec are
+    checked once, not a thousand times through the interpreter."""
+    key = (text, repr(activation))
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        try:
+            result = _program(text).evaluate(activation)
+        except CELEvalError as exc:
+            verdict = str(exc.args[0] if exc.args else exc)
+        else:
+            verdict = bool(result)
+        if len(_VERDICTS) >= _VERDICTS_KEPT:
+            del _VERDICTS[next(iter(_VERDICTS))]  # the oldest
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+_VERDICTS: dict[tuple[str, str], bool | str] = {}
+_VERDICTS_KEPT = 4096
+
+
 def to_cel(value: Any, schema: Schema) -> Any:
     """A JSON value as a CEL value, typed by its schema."""
     kind = schema.get("type")
@@ -74,13 +99,12 @@ def evaluate(value: Any, old: Any, schema: Schema, path: str, *, has_old: bool) 
         if transition:
             activation["oldSelf"] = to_cel(old, schema)
         where = path + rule["fieldPath"] if rule.get("fieldPath") else path
-        try:
-            passed = _program(text).evaluate(activation)
-        except CELEvalError as exc:
-            message = f"rule evaluation error: {text}: {exc.args[0] if exc.args else exc}"
+        passed = _run(text, activation)
+        if isinstance(passed, str):
+            message = f"rule evaluation error: {text}: {passed}"
             causes.append(Cause(where, f'Invalid value: "{_schema_type(schema)}": {message}'))
             continue
-        if not bool(passed):
+        if not passed:
             message = rule.get("message") or f"failed rule: {text}"
             causes.append(
                 Cause(where, f'Invalid value: "{_schema_type(schema)}": {message}', INVALID)

@@ -49,11 +49,7 @@ def validate_object(
     schema = version_schema(crd, str(obj.get("apiVersion", "")))
     body = copy.deepcopy(obj)
 
-    top_schema: dict[str, Any] = {
-        "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_KEYS}
-    }
-    if schema.get(structural.PRESERVE):
-        top_schema[structural.PRESERVE] = True
+    top_schema = _top_schema(schema)
     top = {k: v for k, v in body.items() if k not in _ROOT_KEYS}
     unknown = structural.unknown_fields(top, top_schema, "")
     if unknown and field_validation == "Strict":
@@ -79,6 +75,23 @@ def validate_object(
     if causes:
         raise AdmissionError(kind, group, name, causes)
     return body
+
+
+def unknown_fields(crd: dict[str, Any], obj: dict[str, Any]) -> list[Cause]:
+    """The fields of ``obj`` its CRD version does not declare (what ``fieldValidation=Strict``
+    refuses and ``Warn`` warns about); ``obj`` is not modified."""
+    schema = version_schema(crd, str(obj.get("apiVersion", "")))
+    top = {k: v for k, v in obj.items() if k not in _ROOT_KEYS}
+    return structural.unknown_fields(top, _top_schema(schema), "")
+
+
+def _top_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    top_schema: dict[str, Any] = {
+        "properties": {k: v for k, v in schema.get("properties", {}).items() if k not in _ROOT_KEYS}
+    }
+    if schema.get(structural.PRESERVE):
+        top_schema[structural.PRESERVE] = True
+    return top_schema
 
 
 def _prune_unknown(value: Any, schema: dict[str, Any]) -> Any:

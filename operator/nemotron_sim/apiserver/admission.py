@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from nemotron_operator.admission import AdmissionError, validate_object
+from nemotron_operator.admission import AdmissionError, unknown_fields, validate_object
 from nemotron_sim.apiserver.errors import ApiError
 from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo
 from nemotron_sim.apiserver.store import Admission, Store
@@ -37,7 +37,7 @@ def crd_admission(store: Store) -> Admission:
         mode = field_validation.get()
         try:
             if mode == "Warn":
-                _warn_unknown(crd, new, old)
+                _warn_unknown(crd, new)
             return validate_object(
                 crd, new, old, field_validation="Strict" if mode == "Strict" else "Ignore"
             )
@@ -50,12 +50,8 @@ def crd_admission(store: Store) -> Admission:
     return admit
 
 
-def _warn_unknown(crd: dict[str, Any], new: dict[str, Any], old: dict[str, Any] | None) -> None:
+def _warn_unknown(crd: dict[str, Any], new: dict[str, Any]) -> None:
     sink = warnings.get()
     if sink is None:
         return
-    try:
-        validate_object(crd, new, old, field_validation="Strict")
-    except AdmissionError as exc:
-        if exc.code == 400:
-            sink.extend(f'unknown field "{c.field}"' for c in exc.causes)
+    sink.extend(f'unknown field "{c.field}"' for c in unknown_fields(crd, new))

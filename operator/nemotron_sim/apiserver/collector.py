@@ -41,6 +41,7 @@ class GarbageCollection:
             name: str,
             *,
             propagation: str | None = None,
+            copy: bool = True,
         ) -> dict[str, Any] | None: ...
 
         def _commit(
@@ -103,7 +104,7 @@ class GarbageCollection:
         found = self._lookup(ref)
         if found is not None:
             info = found[0]
-            self.delete(info.key, ref[1], ref[2], propagation=propagation)
+            self.delete(info.key, ref[1], ref[2], propagation=propagation, copy=False)
 
     def _collect_if_orphaned(self, ref: Ref) -> None:
         """The garbage collector: delete a dependent once none of its owners exists.

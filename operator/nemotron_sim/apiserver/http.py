@@ -260,7 +260,7 @@ class ApiHandler:
         if target.name is not None:
             return self._pod_action(request, target, await _options(request))
         obj = self._with_namespace(await read_body(request), target)
-        created = self.store.create(info.key, obj, dry_run=dry_run(request))
+        created = self.store.create(info.key, obj, dry_run=dry_run(request), copy=False)
         return self._object(request, info, created, 201)
 
     async def _put(self, request: web.Request, target: Target) -> web.Response:
@@ -300,6 +300,7 @@ class ApiHandler:
                 force=request.query.get("force") in ("true", "1"),
                 subresource=target.subresource,
                 dry_run=is_dry_run,
+                copy=False,  # only serialized
             )
             return self._object(request, info, applied)
         old = self._existing(target)
@@ -311,7 +312,7 @@ class ApiHandler:
         if ctype != JSON_PATCH and "resourceVersion" not in meta(body):
             new["metadata"] = {**meta(new), "resourceVersion": meta(old)["resourceVersion"]}
         updated = self.store.update(
-            info, old, new, subresource=target.subresource, dry_run=is_dry_run
+            info, old, new, subresource=target.subresource, dry_run=is_dry_run, copy=False
         )
         return self._object(request, info, updated)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from nemotron_sim.apiserver.errors import bad_request
 
 Predicate = Callable[[Mapping[str, Any]], bool]
+LabelPredicate = Callable[[Mapping[str, str]], bool]
 
 _SET_RE = re.compile(r"^\s*([^\s!=<>]+)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|!=|=|<|>)\s*([^\s]*)\s*$")
@@ -68,17 +70,26 @@ def _compare(key: str, op: str, value: str, text: str) -> Callable[[Mapping[str,
     return compare
 
 
+@functools.lru_cache(maxsize=4096)
+def label_predicate(text: str) -> LabelPredicate | None:
+    """``tier=big,env in (a,b),!legacy`` → a predicate over a label map; ``None`` if empty.
+    Parsed once per distinct text (controllers match the same few selectors all the time)."""
+    if not text.strip():
+        return None
+    requirements = tuple(_requirement(part) for part in _split_requirements(text))
+    if len(requirements) == 1:
+        return requirements[0]
+    return lambda labels: all(req(labels) for req in requirements)
+
+
 def parse_label_selector(text: str | None) -> Predicate | None:
     """``tier=big,env in (a,b),!legacy`` → a predicate over an object; ``None`` if empty."""
-    if not text or not text.strip():
+    if not text:
         return None
-    requirements = [_requirement(part) for part in _split_requirements(text)]
-
-    def matches(obj: Mapping[str, Any]) -> bool:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        return all(req(labels) for req in requirements)
-
-    return matches
+    predicate = label_predicate(text)
+    if predicate is None:
+        return None
+    return lambda obj: predicate((obj.get("metadata") or {}).get("labels") or {})
 
 
 def parse_field_selector(text: str | None) -> Predicate | None:
@@ -135,5 +146,14 @@ def selector_to_string(selector: Mapping[str, Any] | None) -> str:
 
 def match_labels(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
     """Does a ``LabelSelector`` object select these labels? An empty selector selects all."""
-    predicate = parse_label_selector(selector_to_string(selector))
-    return predicate is None or predicate({"metadata": {"labels": dict(labels)}})
+    predicate = label_predicate(selector_to_string(selector))
+    return predicate is None or predicate(labels)
+
+
+def object_predicate(label_selector: str | None, field_selector: str | None) -> Predicate | None:
+    """Both selectors of a list or watch request as one predicate; ``None`` if both are empty."""
+    labels = parse_label_selector(label_selector)
+    fields = parse_field_selector(field_selector)
+    if labels is None or fields is None:
+        return labels or fields
+    return lambda obj: labels(obj) and fields(obj)

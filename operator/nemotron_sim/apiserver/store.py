@@ -4,7 +4,8 @@ Every write, whether it arrives over HTTP or from a simulated controller calling
 directly, goes through the same path: the same validation, one ``resourceVersion`` bump, one
 watch event. Stored objects are never mutated in place (a write builds a new dict that may share
 unchanged subtrees with the old one), so reads need no locks and lists copy nothing; the public
-read methods return copies that callers may modify.
+read and write methods return copies that callers may modify (writes with ``copy=False``: the
+stored object itself, read-only, for callers that only serialize it or ignore it).
 """
 
 from __future__ import annotations
@@ -37,12 +38,11 @@ from nemotron_sim.apiserver.resources import (
     ResourceKey,
 )
 from nemotron_sim.apiserver.selectors import (
-    Predicate,
-    parse_field_selector,
-    parse_label_selector,
+    object_predicate,
 )
 
-# (resource, proposed object, stored object or None) → the object to store (defaulted)
+# (resource, proposed object, stored object or None) → the object to store (defaulted). It must
+# not modify its arguments (the stored one is shared; the proposed one may share its subtrees).
 Admission = Callable[[ResourceInfo, dict[str, Any], dict[str, Any] | None], dict[str, Any]]
 
 # (resource, stored object, requested gracePeriodSeconds) → seconds to keep it terminating
@@ -113,7 +113,7 @@ class Store(GarbageCollection):
     ) -> builtins.list[dict[str, Any]]:
         """Matching stored objects (no copies), sorted by namespace and name."""
         info = self.info(key)
-        matches = _predicate(label_selector, field_selector)
+        matches = object_predicate(label_selector, field_selector)
         by_ns = self._objects.get(key.bucket, {})
         if info.namespaced and namespace:
             spaces: Iterable[str] = [namespace] if namespace in by_ns else []
@@ -131,21 +131,27 @@ class Store(GarbageCollection):
     # --- writes -----------------------------------------------------------------------------
 
     def create(
-        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False
+        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool = False, copy: bool = True
     ) -> dict[str, Any]:
+        return self._insert(key, copy_obj(obj), dry_run=dry_run, copy=copy)
+
+    def _insert(
+        self, key: ResourceKey, obj: dict[str, Any], *, dry_run: bool, copy: bool
+    ) -> dict[str, Any]:
+        """Create from ``obj``, which the store may keep: no one else holds it."""
         info = self.info(key)
-        new = lifecycle.prepare_create(info, copy_obj(obj))
+        new = lifecycle.prepare_create(info, obj)
         ns, name = meta(new).get("namespace", ""), new["metadata"]["name"]
         if info.namespaced:
             self._require_namespace(ns)
         if self.admission is not None:  # validation comes before the existence check
-            new = self.admission(info, copy_obj(new), None)
+            new = self.admission(info, new, None)
         if name in self._objects.get(key.bucket, {}).get(ns, {}):
             raise AlreadyExistsError(key.plural, key.group, name)
         new = lifecycle.server_fields(info, new, None)
         if dry_run:
             return new
-        return copy_obj(self._commit(info, new, None))
+        return _out(self._commit(info, new, None), copy)
 
     def replace(
         self,
@@ -154,6 +160,7 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """PUT: the whole object. Custom resources need ``resourceVersion`` (no unconditional
         update, as in apiextensions-apiserver); built-in kinds may omit it."""
@@ -172,7 +179,9 @@ class Store(GarbageCollection):
                     )
                 ],
             )
-        return self.update(info, old, copy_obj(obj), subresource=subresource, dry_run=dry_run)
+        return self.update(
+            info, old, copy_obj(obj), subresource=subresource, dry_run=dry_run, copy=copy
+        )
 
     def merge_patch(
         self,
@@ -183,13 +192,14 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         info = self.info(key)
         old = self._existing(info, namespace, name)
         new = merge_patch(old, patch)
         if "resourceVersion" not in meta(patch):
             new["metadata"] = {**new["metadata"], "resourceVersion": meta(old)["resourceVersion"]}
-        return self.update(info, old, new, subresource=subresource, dry_run=dry_run)
+        return self.update(info, old, new, subresource=subresource, dry_run=dry_run, copy=copy)
 
     def apply(
         self,
@@ -200,6 +210,7 @@ class Store(GarbageCollection):
         force: bool = False,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """Server-side apply, approximated (see :mod:`.apply`): create or merge by manager."""
         info = self.info(key)
@@ -220,13 +231,16 @@ class Store(GarbageCollection):
         if current is None:
             if subresource is not None:
                 raise NotFoundError(key.plural, key.group, md.get("name", ""))
-            return self.create(key, merged, dry_run=dry_run)
+            # server_side_apply built ``merged`` from copies of what was applied
+            return self._insert(key, merged, dry_run=dry_run, copy=copy)
         if "resourceVersion" not in md:
             merged["metadata"] = {
                 **merged["metadata"],
                 "resourceVersion": meta(current)["resourceVersion"],
             }
-        return self.update(info, current, merged, subresource=subresource, dry_run=dry_run)
+        return self.update(
+            info, current, merged, subresource=subresource, dry_run=dry_run, copy=copy
+        )
 
     def update(
         self,
@@ -236,6 +250,7 @@ class Store(GarbageCollection):
         *,
         subresource: str | None = None,
         dry_run: bool = False,
+        copy: bool = True,
     ) -> dict[str, Any]:
         """Write ``new`` over the stored ``old`` with the API server's update rules."""
         key = info.key
@@ -244,13 +259,13 @@ class Store(GarbageCollection):
             raise ConflictError(key.plural, key.group, meta(old)["name"])
         new = lifecycle.prepare_update(info, old, new, subresource)
         if self.admission is not None:
-            new = self.admission(info, copy_obj(new), copy_obj(old))
+            new = self.admission(info, new, old)
         new = lifecycle.server_fields(info, new, old)
         if lifecycle.same_content(old, new):
-            return copy_obj(old)
+            return _out(old, copy)
         if dry_run:
-            return new
-        return copy_obj(self._commit(info, new, old))
+            return copy_obj(new)
+        return _out(self._commit(info, new, old), copy)
 
     def delete(
         self,
@@ -262,6 +277,7 @@ class Store(GarbageCollection):
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
         grace_period: int | None = None,
+        copy: bool = True,
     ) -> dict[str, Any] | None:
         """Delete now, or mark with ``deletionTimestamp`` while finalizers remain.
 
@@ -294,11 +310,11 @@ class Store(GarbageCollection):
         if policy == "Foreground" and self._dependents.get(md["uid"]):
             finalizers.append("foregroundDeletion")
         if key == NAMESPACE_KEY:
-            return copy_obj(self._delete_namespace(info, old))
+            return _out(self._delete_namespace(info, old), copy)
         grace = None
         if self.deletion_grace is not None and grace_period != 0:
             grace = self.deletion_grace(info, old, grace_period)
-        return copy_obj(self._mark_or_remove(info, old, finalizers, grace))
+        return _out(self._mark_or_remove(info, old, finalizers, grace), copy)
 
     # --- watch ------------------------------------------------------------------------------
 
@@ -394,9 +410,5 @@ class Store(GarbageCollection):
         return gone
 
 
-def _predicate(label_selector: str | None, field_selector: str | None) -> Predicate | None:
-    labels = parse_label_selector(label_selector)
-    fields = parse_field_selector(field_selector)
-    if labels is None or fields is None:
-        return labels or fields
-    return lambda obj: labels(obj) and fields(obj)
+def _out(obj: dict[str, Any], copy: bool) -> dict[str, Any]:
+    return copy_obj(obj) if copy else obj

@@ -372,7 +372,12 @@ class Kubelet:
     def _write(self, running: _RunningPod, model: PodModel) -> None:
         status = model.render(now_rfc3339())
         self._store.merge_patch(
-            PODS, running.namespace, running.name, {"status": status}, subresource="status"
+            PODS,
+            running.namespace,
+            running.name,
+            {"status": status},
+            subresource="status",
+            copy=False,
         )
 
     def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:

@@ -6,10 +6,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from nemotron_sim.apiserver.selectors import match_labels, selector_to_string
+from nemotron_sim.apiserver.selectors import selector_to_string
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.kinds import PDBS, PODS, STATEFULSETS
 from nemotron_sim.controllers.runtime import WorkQueue, now_rfc3339
+from nemotron_sim.controllers.selector_index import SelectorIndex
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating
 
 Key = tuple[str, str]
@@ -69,22 +70,22 @@ class DisruptionController:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.queue: WorkQueue[Key] = WorkQueue("poddisruptionbudgets", self.reconcile)
-        self._selectors: dict[str, dict[str, Mapping[str, Any]]] = {}
+        self._selectors: dict[str, SelectorIndex[str]] = {}  # by namespace, of budgets
 
     def observe(self, event: WatchEvent) -> None:
         md = event.obj.get("metadata", {})
         namespace, name = md.get("namespace", ""), md.get("name", "")
         if event.key == PDBS:
-            budgets = self._selectors.setdefault(namespace, {})
+            budgets = self._selectors.setdefault(namespace, SelectorIndex())
             if event.type == "DELETED":
-                budgets.pop(name, None)
+                budgets.discard(name)
                 return
-            budgets[name] = (event.obj.get("spec") or {}).get("selector") or {}
+            budgets.set(name, (event.obj.get("spec") or {}).get("selector") or {})
             self.queue.add((namespace, name))
         elif event.key == PODS:
-            labels = md.get("labels") or {}
-            for budget, selector in self._selectors.get(namespace, {}).items():
-                if match_labels(selector, labels):
+            index = self._selectors.get(namespace)
+            if index:
+                for budget in index.matching(md.get("labels") or {}):
                     self.queue.add((namespace, budget))
 
     def _scale(self, namespace: str, pods: list[dict[str, Any]]) -> int | None:
@@ -115,4 +116,6 @@ class DisruptionController:
         } or [c.get("status") for c in current.get("conditions") or []] != [
             c["status"] for c in status["conditions"]
         ]:
-            self._store.merge_patch(PDBS, *key, {"status": status}, subresource="status")
+            self._store.merge_patch(
+                PDBS, *key, {"status": status}, subresource="status", copy=False
+            )

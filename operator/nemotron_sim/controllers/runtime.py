@@ -78,7 +78,7 @@ class WorkQueue(Generic[K]):
 def create_if_absent(store: Store, key: ResourceKey, obj: dict[str, Any]) -> bool:
     """Create ``obj``; False when it already exists (another pass or writer was first)."""
     try:
-        store.create(key, obj)
+        store.create(key, obj, copy=False)
     except ApiError as error:
         if error.code == 409:
             return False
@@ -123,7 +123,7 @@ class EventRecorder:
             current = self._store.peek(EVENTS, namespace, existing)
             if current is not None:
                 patch = {"count": int(current.get("count", 1)) + 1, "lastTimestamp": now}
-                self._store.merge_patch(EVENTS, namespace, existing, patch)
+                self._store.merge_patch(EVENTS, namespace, existing, patch, copy=False)
                 return
         name = f"{involved_object['name']}.{secrets.token_hex(8)}"
         self._seen[fingerprint] = name

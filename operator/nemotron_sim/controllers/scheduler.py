@@ -21,6 +21,7 @@ from nemotron_sim.controllers.quantity import parse_quantity
 GPU_RESOURCE = "nvidia.com/gpu"
 _SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 _FINISHED_PHASES = ("Succeeded", "Failed")
+_ZERO = Fraction(0)
 
 
 @dataclass(frozen=True)
@@ -192,18 +193,55 @@ def schedule(pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], usage: 
     The caller adds the pod's requests to ``usage`` after binding it, so a batch of pending pods
     is scheduled with one pass over the existing pods.
     """
-    reasons: Counter[str] = Counter()
     candidates: list[tuple[Fraction, Fraction, str]] = []
     requests = pod_requests(pod)
+    # Whether a node fits does not depend on the order of the checks: GPUs first, as most
+    # nodes that do not fit are out of GPUs. The reasons are only needed when none fits.
+    wanted = sorted(
+        ((k, v) for k, v in requests.items() if v > 0), key=lambda i: (i[0] != GPU_RESOURCE, i[0])
+    )
     for node in nodes:
         name = node.get("metadata", {}).get("name", "")
         used = usage.get(name, {})
-        failures = filter_node(pod, node, used, requests)
-        if failures:
-            reasons.update(failures)
-            continue
-        candidates.append((used.get(GPU_RESOURCE, Fraction(0)), used.get("cpu", Fraction(0)), name))
+        if _fits(pod, node, used, wanted):
+            candidates.append((used.get(GPU_RESOURCE, _ZERO), used.get("cpu", _ZERO), name))
     if not candidates:
+        reasons: Counter[str] = Counter()
+        for node in nodes:
+            used = usage.get(node.get("metadata", {}).get("name", ""), {})
+            reasons.update(filter_node(pod, node, used, requests))
         return Decision(None, unschedulable_message(len(nodes), reasons))
     chosen = min(candidates)[2]
     return Decision(chosen, f"Successfully assigned to {chosen}")
+
+
+def _fits(
+    pod: Mapping[str, Any],
+    node: Mapping[str, Any],
+    used: Mapping[str, Fraction],
+    wanted: list[tuple[str, Fraction]],
+) -> bool:
+    """``not filter_node(...)``, stopping at the first check that fails (``wanted``: the
+    positive requests). It raises where filter_node would: on a node whose allocatable
+    amounts are not quantities."""
+    node_spec = node.get("spec") or {}
+    if node_spec.get("unschedulable"):
+        return False
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in node_spec.get("taints") or []:
+        if taint.get("effect") in _SCHEDULING_EFFECTS and not tolerates(tolerations, taint):
+            return False
+    if not matches_node_selection(pod, node):
+        return False
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    # parsed in filter_node's order, so that a bad amount fails as it does
+    capacity = {name: parse_quantity(allocatable.get(name, 0)) for name, _ in sorted(wanted)}
+    return all(_at_most(amount, capacity[name], used.get(name, _ZERO)) for name, amount in wanted)
+
+
+def _at_most(amount: Fraction, capacity: Fraction, used: Fraction) -> bool:
+    """``amount <= capacity - used``; in plain ints when all three are whole (GPUs, memory),
+    which is the same comparison without creating a Fraction."""
+    if amount.denominator == capacity.denominator == used.denominator == 1:
+        return amount.numerator <= capacity.numerator - used.numerator
+    return amount <= capacity - used

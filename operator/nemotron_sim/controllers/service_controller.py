@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.selectors import match_labels
 from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
 from nemotron_sim.controllers.kinds import ENDPOINTS, PODS, SERVICES
 from nemotron_sim.controllers.probes import resolve_port
 from nemotron_sim.controllers.proxy import Backend, ServiceProxy
 from nemotron_sim.controllers.runtime import WorkQueue, create_if_absent, log
+from nemotron_sim.controllers.selector_index import SelectorIndex
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating
 
 _ALLOCATE_ATTEMPTS = 20
@@ -105,23 +105,24 @@ class ServiceController:
         self._store = store
         self._ips = service_ips
         self.queue: WorkQueue[Key] = WorkQueue("services", self.reconcile)
-        self._selectors: dict[str, dict[str, dict[str, str]]] = {}
+        self._selectors: dict[str, SelectorIndex[str]] = {}  # by namespace, of services
         self._proxies: dict[Key, tuple[tuple[Any, ...], list[ServiceProxy]]] = {}
 
     def observe(self, event: WatchEvent) -> None:
         md = event.obj.get("metadata", {})
         namespace, name = md.get("namespace", ""), md.get("name", "")
         if event.key == SERVICES:
-            services = self._selectors.setdefault(namespace, {})
-            if event.type == "DELETED":
-                services.pop(name, None)
+            services = self._selectors.setdefault(namespace, SelectorIndex())
+            selector = (event.obj.get("spec") or {}).get("selector")
+            if event.type == "DELETED" or not selector:
+                services.discard(name)  # a Service without a selector selects no pod
             else:
-                services[name] = (event.obj.get("spec") or {}).get("selector") or {}
+                services.set(name, {"matchLabels": selector})
             self.queue.add((namespace, name))
         elif event.key == PODS:
-            labels = md.get("labels") or {}
-            for service, selector in self._selectors.get(namespace, {}).items():
-                if selector and match_labels({"matchLabels": selector}, labels):
+            index = self._selectors.get(namespace)
+            if index:
+                for service in index.matching(md.get("labels") or {}):
                     self.queue.add((namespace, service))
 
     async def reconcile(self, key: Key) -> None:
@@ -193,7 +194,7 @@ class ServiceController:
         if current is None:
             create_if_absent(self._store, ENDPOINTS, desired)
         elif current.get("subsets") != desired.get("subsets"):
-            self._store.replace(ENDPOINTS, {**desired, "metadata": current["metadata"]})
+            self._store.replace(ENDPOINTS, {**desired, "metadata": current["metadata"]}, copy=False)
 
     async def _close(self, key: Key) -> None:
         current = self._proxies.pop(key, None)

@@ -180,16 +180,21 @@ class _Pass:
 
 
 def reconcile(
-    sts: Mapping[str, Any], pods: list[dict[str, Any]], existing_claims: set[str]
+    sts: Mapping[str, Any],
+    pods: list[dict[str, Any]],
+    existing_claims: set[str],
+    *,
+    revision: str | None = None,
 ) -> Actions:
-    """Decide the next step for ``sts`` given its pods and the claim names in its namespace."""
+    """Decide the next step for ``sts`` given its pods and the claim names in its namespace
+    (``revision``: its ``update_revision``, if the caller knows it already)."""
     name = sts["metadata"]["name"]
     by_ordinal: dict[int, dict[str, Any]] = {}
     for pod in pods:
         ordinal = ordinal_of(name, pod["metadata"]["name"])
         if ordinal is not None:
             by_ordinal[ordinal] = pod
-    step = _Pass(sts, by_ordinal, update_revision(sts))
+    step = _Pass(sts, by_ordinal, revision or update_revision(sts))
     healthy = _create_missing(step, existing_claims)
     condemned = sorted((o for o in by_ordinal if o not in step.ordinals), reverse=True)
     if condemned and (healthy or not step.ordered):

@@ -44,6 +44,9 @@ class StatefulSetController:
         self.claims: WorkQueue[Key] = WorkQueue("claims", self.bind_claim)
         # Pod names per StatefulSet, from watch events: finds pods beyond spec.replicas.
         self._owned: dict[Key, set[str]] = {}
+        # The update revision per StatefulSet, with the stored template it hashes: stored
+        # objects are never changed in place, so the same template object has the same hash.
+        self._revisions: dict[Key, tuple[Any, str]] = {}
 
     def observe(self, event: WatchEvent) -> None:
         md = event.obj.get("metadata", {})
@@ -68,6 +71,7 @@ class StatefulSetController:
         sts = self._store.peek(STATEFULSETS, namespace, name)
         if sts is None:
             self._owned.pop(key, None)
+            self._revisions.pop(key, None)
             return
         if sts["metadata"].get("deletionTimestamp"):
             return
@@ -85,8 +89,16 @@ class StatefulSetController:
                 claim := statefulset.claim_name(template["metadata"]["name"], name, i),
             )
         }
-        actions = statefulset.reconcile(sts, pods, claims)
+        actions = statefulset.reconcile(sts, pods, claims, revision=self._revision(key, sts))
         self._apply(sts, actions)
+
+    def _revision(self, key: Key, sts: dict[str, Any]) -> str:
+        template = sts.get("spec", {}).get("template")
+        known = self._revisions.get(key)
+        if known is None or known[0] is not template:
+            known = (template, statefulset.update_revision(sts))
+            self._revisions[key] = known
+        return known[1]
 
     def _apply(self, sts: dict[str, Any], actions: statefulset.Actions) -> None:
         md = sts["metadata"]
@@ -108,6 +120,7 @@ class StatefulSetController:
                 md["name"],
                 {"status": actions.status},
                 subresource="status",
+                copy=False,
             )
 
     def _event(self, ref: dict[str, Any], reason: str, obj: dict[str, Any], what: str) -> None:
@@ -140,4 +153,4 @@ class StatefulSetController:
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
             "capacity": {"storage": storage},
         }
-        self._store.merge_patch(CLAIMS, *key, {"status": status}, subresource="status")
+        self._store.merge_patch(CLAIMS, *key, {"status": status}, subresource="status", copy=False)

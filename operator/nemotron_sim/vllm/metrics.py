@@ -48,8 +48,18 @@ def one_two_five_buckets(max_value: int) -> tuple[float, ...]:
 class VllmMetrics:
     """The series a vLLM server exposes, bound to one model name and engine 0."""
 
-    def __init__(self, model_name: str, *, max_model_len: int, spec_tokens: int) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        max_model_len: int,
+        spec_tokens: int,
+        created: float | None = None,
+    ) -> None:
+        """``created``: the time the counters and histograms report as their ``_created``
+        (when they are built later than the server they belong to); now if not given."""
         self.registry = CollectorRegistry(auto_describe=True)
+        self._timed: list[Counter | Histogram] = []  # the series with a `_created` sample
         self._exposition: bytes | None = None
         self.cache_config_published = False
         self.model_name = model_name
@@ -90,6 +100,7 @@ class VllmMetrics:
         self.request_success = {
             reason: success.labels(model_name, ENGINE_INDEX, reason) for reason in FINISH_REASONS
         }
+        self._timed.extend(self.request_success.values())
         length_buckets = one_two_five_buckets(max_model_len)
         self.request_prompt_tokens = self._histogram(
             "vllm:request_prompt_tokens", "Number of prefill tokens processed.", length_buckets
@@ -137,6 +148,9 @@ class VllmMetrics:
         )
         self.request_decode_time = self._latency("vllm:request_decode_time_seconds", "DECODE phase")
         self.spec_decode = SpecDecodeMetrics(self, spec_tokens) if spec_tokens > 0 else None
+        if created is not None:
+            for series in self._timed:
+                series._created = created
 
     content_type = CONTENT_TYPE_LATEST
 
@@ -173,11 +187,15 @@ class VllmMetrics:
 
     def _counter(self, name: str, documentation: str) -> Counter:
         counter = Counter(name, documentation, LABELS, registry=self.registry)
-        return counter.labels(self.model_name, ENGINE_INDEX)
+        child = counter.labels(self.model_name, ENGINE_INDEX)
+        self._timed.append(child)
+        return child
 
     def _histogram(self, name: str, documentation: str, buckets: tuple[float, ...]) -> Histogram:
         histogram = Histogram(name, documentation, LABELS, buckets=buckets, registry=self.registry)
-        return histogram.labels(self.model_name, ENGINE_INDEX)
+        child = histogram.labels(self.model_name, ENGINE_INDEX)
+        self._timed.append(child)
+        return child
 
     def _latency(self, name: str, phase: str) -> Histogram:
         return self._histogram(
@@ -209,6 +227,7 @@ class SpecDecodeMetrics:
             per_pos.labels(parent.model_name, ENGINE_INDEX, str(position))
             for position in range(num_speculative_tokens)
         )
+        parent._timed.extend(self.accepted_per_position)
 
     def record_draft(self, accepted: int) -> None:
         """One verification step: `accepted` leading draft tokens of this draft were right."""

@@ -8,7 +8,9 @@ open no socket at all, like vLLM's headless executor.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -70,23 +72,37 @@ class StubVllm:
         )
         self.served_model_name: str = self.config.served_model_name
         self.load_seconds = load_seconds
-        self.metrics = VllmMetrics(
-            self.served_model_name,
-            max_model_len=self.config.max_model_len,
-            spec_tokens=self.config.num_speculative_tokens,
-        )
-        self._engine = Engine(
-            self.metrics,
-            max_num_seqs=self.config.max_num_seqs,
-            kv_capacity_tokens=kv_capacity_tokens or KV_POOL_SEQUENCES * self.config.max_model_len,
-            num_speculative_tokens=self.config.num_speculative_tokens,
-            timing=timing or Timing(),
-        )
+        self._kv_capacity_tokens = kv_capacity_tokens
+        self._timing = timing
+        self._created_at = time.time()
         self._runner: web.AppRunner | None = None
         self._started_at: float | None = None
         self._created = now()
         self.host: str | None = None
         self.port: int | None = None
+
+    @functools.cached_property
+    def metrics(self) -> VllmMetrics:
+        """Built at the first scrape or request: a thousand stand-ins starting at once spent
+        ~3 ms each on prometheus_client objects most never show. The series are the same, and
+        their ``_created`` is still when this server was created."""
+        return VllmMetrics(
+            self.served_model_name,
+            max_model_len=self.config.max_model_len,
+            spec_tokens=self.config.num_speculative_tokens,
+            created=self._created_at,
+        )
+
+    @functools.cached_property
+    def _engine(self) -> Engine:
+        return Engine(
+            self.metrics,
+            max_num_seqs=self.config.max_num_seqs,
+            kv_capacity_tokens=self._kv_capacity_tokens
+            or KV_POOL_SEQUENCES * self.config.max_model_len,
+            num_speculative_tokens=self.config.num_speculative_tokens,
+            timing=self._timing or Timing(),
+        )
 
     @property
     def is_worker(self) -> bool:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 from collections import Counter
 from fractions import Fraction
 from typing import Any
@@ -152,3 +153,44 @@ def test_pods_spread_to_the_least_used_node() -> None:
 
 def test_no_nodes_at_all() -> None:
     assert unschedulable_message(0, Counter()) == "0/0 nodes are available."
+
+
+def _schedule_by_filtering_every_node(
+    pod: dict[str, Any], nodes: list[dict[str, Any]], usage: dict[str, dict[str, Fraction]]
+) -> tuple[str | None, str]:
+    """The decision as kube-scheduler's filters give it, every node through filter_node."""
+    reasons: Counter[str] = Counter()
+    fitting = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        used = usage.get(name, {})
+        failures = filter_node(pod, node, used)
+        reasons.update(failures)
+        if not failures:
+            gpus, cpu = used.get("nvidia.com/gpu", Fraction(0)), used.get("cpu", Fraction(0))
+            fitting.append((gpus, cpu, name))
+    if not fitting:
+        return None, unschedulable_message(len(nodes), reasons)
+    chosen = min(fitting)[2]
+    return chosen, f"Successfully assigned to {chosen}"
+
+
+def test_schedule_decides_as_filtering_every_node_does() -> None:
+    rng = random.Random(7)  # noqa: S311 - reproducible test data, not secrets
+    nodes = [gpu_node(i) for i in range(6)]
+    nodes[4]["spec"]["unschedulable"] = True
+    for trial in range(300):
+        usage: dict[str, dict[str, Fraction]] = {}
+        for node in nodes:
+            gpus = rng.choice([0, 2, 7, 8, 8])
+            cpu = Fraction(rng.choice([0, 500, 100_000, 10**6]), 1000)
+            add_usage(
+                usage, node["metadata"]["name"], {"nvidia.com/gpu": Fraction(gpus), "cpu": cpu}
+            )
+        pod = gpu_pod(rng.choice([1, 2, 8, 9]), tolerate=rng.random() > 0.1)
+        container = pod["spec"]["containers"][0]
+        container["resources"]["requests"] = {"cpu": rng.choice(["1", "100", "0", "250m"])}
+        decision = schedule(pod, nodes, usage)
+        assert (decision.node, decision.message) == _schedule_by_filtering_every_node(
+            pod, nodes, usage
+        ), trial

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from nemotron_sim.vllm.metrics import VllmMetrics, one_two_five_buckets
+from nemotron_sim.vllm.server import StubVllm
 
 # Name as scraped -> Prometheus type, from vLLM's v1/metrics/loggers.py and spec_decode/metrics.py.
 VLLM_SERIES = {
@@ -86,3 +89,29 @@ def test_draft_accounting_adds_up() -> None:
 def test_length_buckets_follow_vllms_1_2_5_rule() -> None:
     assert one_two_five_buckets(100) == (1, 2, 5, 10, 20, 50, 100)
     assert one_two_five_buckets(4) == (1, 2)
+
+
+def test_created_is_the_given_time_for_every_counter_and_histogram() -> None:
+    metrics = VllmMetrics("m", max_model_len=100, spec_tokens=2, created=1234.5)
+    families = list(text_string_to_metric_families(metrics.exposition().decode()))
+    created = [s for f in families for s in f.samples if s.name.endswith("_created")]
+    timed = {f.name for f in families if f.type in ("counter", "histogram")}
+    assert len(timed) > 20  # spec-decode ones included
+    assert {s.name for s in created} == {f"{name}_created" for name in timed}
+    assert {s.value for s in created} == {1234.5}
+
+
+def test_a_stand_in_builds_its_series_when_first_used_dated_at_its_creation() -> None:
+    before = time.time()
+    stub = StubVllm(["vllm", "serve", "nvidia/some-model", "--max-model-len", "100"])
+    after = time.time()
+    assert "metrics" not in vars(stub)  # nothing built by the constructor
+    text = stub.metrics.exposition().decode()
+    created = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.endswith("_created")
+    ]
+    assert created
+    assert all(before <= value <= after for value in created)

@@ -264,8 +264,8 @@ def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     ]
     pod = the_deployment(objects)["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account["metadata"]["name"]
-    # Without their switches, NodePools and PodMonitors are only listed (to find the operator's
-    # own where the CRDs exist), never written.
+    # Without their switches, NodePools and PodMonitors are only listed and watched (the watch
+    # cache finds the operator's own where the CRDs exist), never written.
     optional = {
         (g, r, v)
         for _, g, r, v in rules_of(objects)
@@ -273,7 +273,9 @@ def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     }
     assert optional == {
         ("karpenter.sh", "nodepools", "list"),
+        ("karpenter.sh", "nodepools", "watch"),
         ("monitoring.coreos.com", "podmonitors", "list"),
+        ("monitoring.coreos.com", "podmonitors", "watch"),
     }
 
 
@@ -290,11 +292,13 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
         assert binding["subjects"][0]["namespace"] == NAMESPACE
     (cluster_role,) = of_kind(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
-    # Read-only: GPU nodes and the pods bound to them (free GPUs), and the operator's NodePools.
+    # Read-only: GPU nodes and the pods bound to them (free GPUs), and the operator's NodePools
+    # (listed and watched by the watch cache).
     assert cluster_wide == {
         ("", "nodes", "list"),
         ("", "pods", "list"),
         ("karpenter.sh", "nodepools", "list"),
+        ("karpenter.sh", "nodepools", "watch"),
     }
     (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
     assert cluster_binding["roleRef"] == {

@@ -71,8 +71,45 @@ def test_engines_add_up_and_usage_is_their_mean() -> None:
 
 
 def test_garbage_is_refused() -> None:
+    # A broken line of a series the operator reads, and a body that is not an exposition at all
+    # (a web page or JSON from the wrong port), are refused with the line that gave it away.
     with pytest.raises(MetricsParseError):
-        parse_pod_metrics("vllm:x{unterminated 1\n", 0.0)
+        parse_pod_metrics('vllm:num_requests_running{engine="0 1\n', 0.0)
+    for body in ("<!DOCTYPE html>\n<html></html>\n", '{"status": "ok"}\n'):
+        with pytest.raises(MetricsParseError, match="line 1"):
+            parse_pod_metrics(body, 0.0)
+
+
+def test_series_the_operator_does_not_read_are_never_parsed() -> None:
+    # Only the used families reach prometheus_client's parser: a value in another series that it
+    # would refuse does not cost the sample, and the used series read the same.
+    metrics = stand_in()
+    metrics.generation_tokens.inc(7)
+    metrics.time_to_first_token.observe(0.3)
+    metrics.publish_cache_config({"block_size": "16"})
+    metrics.mark_changed()
+    text = metrics.exposition().decode()
+    kept = s.used_lines(text).splitlines()
+    names = {line.split("{")[0].split()[0] for line in kept if not line.startswith("#")}
+    assert names == {
+        *s.USED_SERIES,
+        *(f"{name}_created" for name in s.COUNTERS),
+        f"{s.TTFT}_created",
+    }
+    assert len(kept) < len(text.splitlines()) / 3
+    unread = 'vllm:request_success_total{engine="0"} not-a-number\n'
+    assert parse_pod_metrics(unread + text, 1.0) == parse_pod_metrics(text, 1.0)
+    sample = parse_pod_metrics(text, 1.0)
+    assert sample.counters[s.GENERATION_TOKENS] == 7
+    assert sample.cache_config is not None
+    assert sample.cache_config.integer("block_size") == 16
+
+
+def test_a_counter_typed_without_its_total_suffix_still_counts() -> None:
+    # The text format lets a counter's family and samples go without `_total`; prometheus_client
+    # then names the samples with it, so the TYPE line must reach the parser with them.
+    text = '# TYPE vllm:generation_tokens counter\nvllm:generation_tokens{engine="0"} 9\n'
+    assert parse_pod_metrics(text, 0.0).counters[s.GENERATION_TOKENS] == 9
 
 
 def test_rates_over_the_interval_and_mtp_figures() -> None:

@@ -28,6 +28,29 @@ from nemotron_sim.apiserver.store import Store, WatchEvent
 log = logging.getLogger(__name__)
 _STOP = "_STOP"
 _BATCH = 500  # events written per chunk when a watcher is behind
+_ENCODED_KEPT = 4096  # recent event lines kept for the other watchers of the same object
+
+
+class _EncodedLines:
+    """Each event line encoded once for every watcher that sends it, as kube-apiserver's watch
+    cache serializes an event once for all its watchers. Stored objects are never changed in
+    place (a write stores a new dict), so an object's identity names its content; the cache holds
+    the object itself, so an identity cannot be reused while its line is kept."""
+
+    def __init__(self) -> None:
+        self._lines: dict[tuple[int, str, str], tuple[dict[str, Any], bytes]] = {}
+
+    def line(self, kind: str, obj: dict[str, Any], api_version: str) -> bytes:
+        key = (id(obj), kind, api_version)
+        kept = self._lines.get(key)
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        body = obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
+        line = json.dumps({"type": kind, "object": body}, separators=(",", ":")).encode() + b"\n"
+        if len(self._lines) >= _ENCODED_KEPT:
+            del self._lines[next(iter(self._lines))]
+        self._lines[key] = (obj, line)
+        return line
 
 
 @dataclass(eq=False)
@@ -42,6 +65,7 @@ class Watches:
     store: Store
     bookmark_interval: float = 10.0
     _streams: set[_Stream] = field(default_factory=set)
+    _encoded: _EncodedLines = field(default_factory=_EncodedLines)
 
     @property
     def open_streams(self) -> int:
@@ -81,7 +105,7 @@ class Watches:
             backlog = self._backlog(info, rv, initial, selected)
             response = web.StreamResponse(headers={"Content-Type": "application/json"})
             await response.prepare(request)
-            writer = _Writer(response, info, as_table)
+            writer = _Writer(response, info, as_table, self._encoded)
             if backlog is None:
                 await writer.error(_expired(rv))
                 return response
@@ -159,8 +183,15 @@ class Watches:
 
 
 class _Writer:
-    def __init__(self, response: web.StreamResponse, info: ResourceInfo, as_table: bool) -> None:
+    def __init__(
+        self,
+        response: web.StreamResponse,
+        info: ResourceInfo,
+        as_table: bool,
+        encoded: _EncodedLines | None = None,
+    ) -> None:
         self.response, self.info, self.as_table = response, info, as_table
+        self.encoded = encoded
         self.columns_sent = False
 
     async def events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
@@ -168,6 +199,8 @@ class _Writer:
             await self.response.write(b"".join(self._line(t, o) for t, o in events))
 
     def _line(self, kind: str, obj: dict[str, Any]) -> bytes:
+        if self.encoded is not None and not self.as_table and kind != "BOOKMARK":
+            return self.encoded.line(kind, obj, self.info.key.api_version)
         if self.as_table:
             body: dict[str, Any] = tables.table(
                 self.info, [obj], with_columns=not self.columns_sent

@@ -117,6 +117,8 @@ class Informer:
         key = _key(obj)
         version = (obj.get("metadata") or {}).get("resourceVersion")
         current = self._objects.get(key)
+        if current is not None and version is not None and version == current[0]:
+            return False  # the same version is the same object: our write, then its watch event
         if current is not None and not snapshot:  # a list's snapshot replaces what we keep
             new, old = _version(version), _version(current[0])
             if new is not None and old is not None and new < old:

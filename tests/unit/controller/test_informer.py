@@ -168,6 +168,9 @@ def test_the_higher_resource_version_wins() -> None:
     assert kept is not None
     assert kept["spec"]["image"] == "new"
     assert not informer.store(sts("a", 7, image="new"))  # its own event: nothing new
+    # A version names one content: the same version is not re-encoded nor compared again.
+    assert not informer.store(sts("a", 7, image="unseen"))
+    assert informer.get("ai", "a")["spec"]["image"] == "new"  # type: ignore[index]
     assert not informer.drop("ai", "a", "6")  # the deletion of an older incarnation
     assert informer.drop("ai", "a", "8")
     assert informer.get("ai", "a") is None

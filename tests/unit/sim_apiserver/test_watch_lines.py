@@ -10,12 +10,15 @@ from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.apiserver.watch import _EncodedLines
 
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")
-META = {"name": "a", "namespace": "default"}
+
+
+def meta() -> dict[str, str]:
+    return {"name": "a", "namespace": "default"}
 
 
 def test_one_encoding_serves_every_watcher_of_the_same_object() -> None:
     store, lines = Store(), _EncodedLines()
-    stored = store.create(CONFIGMAPS, {"metadata": META}, copy=False)
+    stored = store.create(CONFIGMAPS, {"metadata": meta()}, copy=False)
     first = lines.line("ADDED", stored, "v1")
     assert lines.line("ADDED", stored, "v1") is first
     assert json.loads(first) == {"type": "ADDED", "object": {**stored, "apiVersion": "v1"}}
@@ -26,7 +29,7 @@ def test_one_encoding_serves_every_watcher_of_the_same_object() -> None:
 
 def test_a_changed_object_gets_a_new_line() -> None:
     store, lines = Store(), _EncodedLines()
-    store.create(CONFIGMAPS, {"metadata": META, "data": {"k": "1"}})
+    store.create(CONFIGMAPS, {"metadata": meta(), "data": {"k": "1"}})
     before = lines.line("MODIFIED", store.peek(CONFIGMAPS, "default", "a"), "v1")
     store.merge_patch(CONFIGMAPS, "default", "a", {"data": {"k": "2"}})
     after = lines.line("MODIFIED", store.peek(CONFIGMAPS, "default", "a"), "v1")

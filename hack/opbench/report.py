@@ -6,6 +6,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,20 +38,39 @@ def latency_summary(samples: list[float]) -> dict[str, float]:
 
 
 def machine() -> dict[str, Any]:
-    model = "unknown"
+    model, mhz = "unknown", None
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and model == "unknown":
                 model = line.split(":", 1)[1].strip()
-                break
+            elif line.startswith("cpu MHz") and mhz is None:
+                mhz = float(line.split(":", 1)[1])
     return {
+        "commit": _commit(),
         "nproc": len(os.sched_getaffinity(0)),
         "cpu_model": model,
+        "cpu_mhz": mhz,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def _commit() -> str:
+    """The checkout measured (``-dirty`` with uncommitted changes), or "unknown" without git."""
+    try:
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
 
 
 def _get(results: dict[str, Any], *path: str) -> Any:
@@ -97,7 +117,8 @@ def _fmt(value: Any, unit: str = "") -> str:
 def print_table(results: dict[str, Any]) -> None:
     info = results["machine"]
     print(f"\noperator benchmark — {info['nproc']} CPU(s), {info['cpu_model']}, "
-          f"Python {info['python']}; load {info['load_average_at_start']} at start")  # fmt: skip
+          f"Python {info['python']}, commit {info.get('commit')}; "
+          f"load {info['load_average_at_start']} at start")  # fmt: skip
     print(f"{'':34s}{'n':>6s}{'p50 ms':>10s}{'p95 ms':>10s}{'p99 ms':>10s}{'max ms':>10s}"
           f"{'wall s':>9s}")  # fmt: skip
     for source in ("convergence", "floor"):

@@ -43,7 +43,7 @@ class _EncodedLines:
     def line(self, kind: str, obj: dict[str, Any], api_version: str) -> bytes:
         key = (id(obj), kind, api_version)
         kept = self._lines.get(key)
-        if kept is not None and kept[0] is obj:
+        if kept is not None:  # the same object (held by the entry, so its id is not reused)
             return kept[1]
         body = obj if obj.get("apiVersion") == api_version else {**obj, "apiVersion": api_version}
         line = json.dumps({"type": kind, "object": body}, separators=(",", ":")).encode() + b"\n"
@@ -188,7 +188,7 @@ class _Writer:
         response: web.StreamResponse,
         info: ResourceInfo,
         as_table: bool,
-        encoded: _EncodedLines | None = None,
+        encoded: _EncodedLines,
     ) -> None:
         self.response, self.info, self.as_table = response, info, as_table
         self.encoded = encoded
@@ -199,7 +199,7 @@ class _Writer:
             await self.response.write(b"".join(self._line(t, o) for t, o in events))
 
     def _line(self, kind: str, obj: dict[str, Any]) -> bytes:
-        if self.encoded is not None and not self.as_table and kind != "BOOKMARK":
+        if not self.as_table and kind != "BOOKMARK":
             return self.encoded.line(kind, obj, self.info.key.api_version)
         if self.as_table:
             body: dict[str, Any] = tables.table(

@@ -99,7 +99,8 @@ class Collector:
                 return False
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), min(left, 1.0))
+                async with asyncio.timeout(min(left, 1.0)):  # wait_for can swallow a cancel
+                    await self._changed.wait()
 
     def pending(self, keys: Iterable[Key], what: str) -> list[Key]:
         return [k for k in keys if self.tracks[k].latency(what) is None]

@@ -59,8 +59,11 @@ class WorkQueue:
             else:
                 timeout = None
             self._changed.clear()
+            # asyncio.timeout, not wait_for, which on 3.11 swallows a cancel that arrives as
+            # the event is set: the stopping worker would go on and take the next key.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._changed.wait()
 
     def oldest_due(self) -> float | None:
         """The monotonic time the longest-waiting due key became due (None: none is due)."""

@@ -122,7 +122,8 @@ class Controller:
         # A (re)started operator reads its children from the cache once it is filled; until
         # then, or if it takes long, a reconcile lists them (correct either way, only slower).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.cache.wait_synced(), CACHE_SYNC_WAIT_SECONDS)
+            async with asyncio.timeout(CACHE_SYNC_WAIT_SECONDS):
+                await self.cache.wait_synced()
         while True:
             await self._wait_leading()
             key = await self.queue.get()
@@ -132,9 +133,11 @@ class Controller:
                 if not self.leading:
                     self.queue.add(key, 1.0)
                     continue
-                outcome = await asyncio.wait_for(
-                    self.reconciler.reconcile(*key), RECONCILE_TIMEOUT_SECONDS
-                )
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the result of a
+                # reconcile that finishes as the worker is cancelled, swallowing the cancel, and
+                # the operator's stop then waits forever for this worker.
+                async with asyncio.timeout(RECONCILE_TIMEOUT_SECONDS):
+                    outcome = await self.reconciler.reconcile(*key)
                 self.queue.forget(key)
                 self._log(key, outcome)
                 if outcome.retry_after is not None:

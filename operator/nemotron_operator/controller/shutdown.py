@@ -80,7 +80,8 @@ async def stop_tasks(tasks: Collection[asyncio.Task[None]], seconds: float) -> N
 async def bounded(step: Awaitable[object], seconds: float, what: str) -> bool:
     """Await one step of the stop for at most ``seconds``; False (logged) if it failed."""
     try:
-        await asyncio.wait_for(step, seconds)
+        async with asyncio.timeout(seconds):  # not wait_for: it can swallow a cancel on 3.11
+            await step
     except TimeoutError:
         logger.warning("%s: not done after %.0f s; going on", what, seconds)
         return False

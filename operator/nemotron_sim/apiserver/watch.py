@@ -165,7 +165,10 @@ class Watches:
                 continue
             wake = min(t for t in (deadline, drop_at, next_bookmark) if t is not None)
             try:
-                first = await asyncio.wait_for(stream.queue.get(), max(wake - now, 0.0))
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow the cancel of a
+                # server that is stopping, and this stream would outlive it.
+                async with asyncio.timeout(max(wake - now, 0.0)):
+                    first = await stream.queue.get()
             except TimeoutError:
                 if bookmarks and loop.time() >= next_bookmark and stream.queue.empty():
                     await writer.bookmark(self.store.resource_version)

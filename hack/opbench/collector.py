@@ -89,10 +89,18 @@ class Collector:
 
     async def wait(self, keys: Iterable[Key], what: str, seconds: float) -> bool:
         """Until every key has ``what`` ("converged" or "ready"); False on timeout."""
-        keys = list(keys)
+        # The keys still waited for, checked from the front and dropped once done: a check
+        # of all N keys at each of the ~3N changes was 10 % of this process's CPU at N = 1,000.
+        remaining = list(keys)
         deadline = time.monotonic() + seconds
         while True:
-            if all(self.tracks[k].latency(what) is not None for k in keys):
+            done = 0
+            for key in remaining:
+                if self.tracks[key].latency(what) is None:
+                    break
+                done += 1
+            del remaining[:done]
+            if not remaining:
                 return True
             left = deadline - time.monotonic()
             if left <= 0:

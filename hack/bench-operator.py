@@ -85,7 +85,7 @@ def load_bench_plan() -> Any:
 
 
 async def floor_phase(
-    client: Client, collector: Collector, args: argparse.Namespace
+    client: Client, collector: Collector, args: argparse.Namespace, sim: SimCluster
 ) -> dict[str, Any]:
     """The same writes from this client, one deployment at a time, then N at once."""
     gpus = await inventory(client)
@@ -103,6 +103,7 @@ async def floor_phase(
         await setup_namespaces(client, collector, keys, gpus)
         namespaces |= {k[0] for k in keys}
         await client.reset_counts()
+        sim_cpu, own_cpu = sim.cpu_seconds(), time.process_time()
         start = time.perf_counter()
         await bounded(
             [functools.partial(floor_reconcile, client, collector, k, gpus) for k in keys],
@@ -114,6 +115,8 @@ async def floor_phase(
             "converged": lat(collector, keys, "converged"),
             "converged_wall_s": wall(collector, keys, "converged", start),
             "requests_per_deployment": round(counts.total(lambda a: not not_bench(a)) / size, 2),
+            "cluster_cpu_s_to_converge": round(sim.cpu_seconds() - sim_cpu, 2),
+            "bench_cpu_s_to_converge": round(time.process_time() - own_cpu, 2),
         }
     out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
     return out
@@ -151,7 +154,7 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 await collector.start()
                 gpus = await inventory(client)
                 results["cluster"]["gpus_per_deployment"] = gpus_per_replica(gpus)
-                results["floor"] = await floor_phase(client, collector, args)
+                results["floor"] = await floor_phase(client, collector, args, sim)
                 operator_env = {
                     **env,
                     **OPERATOR_ENV,

@@ -133,6 +133,14 @@ def print_table(results: dict[str, Any]) -> None:
     for size, ratio in (_get(results, "floor", "ratio") or {}).items():
         print(f"operator / floor at N={size}: {_fmt(ratio.get('converged_wall'))} (wall), "
               f"{_fmt(ratio.get('converged_p50'))} (p50)")  # fmt: skip
+    for size, row in (_get(results, "convergence", "batches") or {}).items():
+        base = _get(results, "floor", "batches", size) or {}
+        print(f"CPU s to converge N={size}: floor window: cluster "
+              f"{_fmt(base.get('cluster_cpu_s_to_converge'))}, benchmark "
+              f"{_fmt(base.get('bench_cpu_s_to_converge'))}; operator window: operator "
+              f"{_fmt(row.get('operator_cpu_s_to_converge'))}, cluster "
+              f"{_fmt(row.get('cluster_cpu_s_to_converge'))}, benchmark "
+              f"{_fmt(row.get('bench_cpu_s_to_converge'))}")  # fmt: skip
     api = results.get("api") or {}
     for size, row in (api.get("batches") or {}).items():
         print(f"API at N={size}: {row.get('requests_per_deployment')} requests/deployment "

@@ -4,7 +4,7 @@ Why not leave it to kopf: ``kopf.operator`` installs its own signal handlers and
 stops its root tasks, then waits up to 5 s for every task created after it started and re-raises
 any exception one of them ended with (kopf 1.45.2, ``_core/reactor/running.py``,
 ``run_tasks``). Those are not only kopf's: the scrape tasks ``asyncio.gather`` spawns, the
-tasks ``asyncio.wait_for`` spawns in the work queue, the health server's connections. So a
+tasks ``asyncio.wait_for`` spawned in the work queue then, the health server's connections. So a
 signal could make the operator exit 1 whenever one of them failed in that window, while our workers
 and the Lease renewal (created before kopf, so left alone) went on working until kopf returned.
 After it, each of our tasks was awaited in turn and only ``CancelledError`` was expected: a

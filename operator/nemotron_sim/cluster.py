@@ -140,7 +140,7 @@ class SimCluster:
         if tokens is None:
             return None
 
-        def issue(pod: Mapping[str, Any], seconds: int, audiences: tuple[str, ...]) -> str:
+        async def issue(pod: Mapping[str, Any], seconds: int, audiences: tuple[str, ...]) -> str:
             md = pod.get("metadata") or {}
             token: str = tokens.issue(
                 md.get("namespace", "default"),

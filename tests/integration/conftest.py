@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.cluster import BackgroundCluster, SimCluster
+from nemotron_sim.kubeapi.resources import ResourceKey
 from tests import polling
 
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from nemotron_sim.apiserver.errors import (
     NotFoundError,
 )
 from nemotron_sim.apiserver.faults import Fault, FaultInjector
-from nemotron_sim.apiserver.resources import ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.resources import ResourceInfo
 from nemotron_sim.apiserver.selectors import match_labels, selector_to_string
 from nemotron_sim.apiserver.server import (
     ServerThread,
@@ -21,7 +21,8 @@ from nemotron_sim.apiserver.server import (
     serve_in_thread,
     write_kubeconfig,
 )
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
+from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
 __all__ = [
     "AlreadyExistsError",

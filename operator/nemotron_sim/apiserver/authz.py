@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from nemotron_sim.apiserver import rbac
 from nemotron_sim.apiserver.rbac import Attributes, Decision, Obj
-from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.apiserver.store import Store
 from nemotron_sim.apiserver.tokens import SUPERUSERS, UserInfo
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 _RBAC = "rbac.authorization.k8s.io"
 ROLES = ResourceKey(_RBAC, "v1", "roles")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 _RBAC = "rbac.authorization.k8s.io"
 CLUSTER_ROLES = ResourceKey(_RBAC, "v1", "clusterroles")

@@ -17,8 +17,8 @@ from nemotron_sim.apiserver.resources import (
     NAMESPACE_KEY,
     Registry,
     ResourceInfo,
-    ResourceKey,
 )
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 Bucket = tuple[str, str]
 Ref = tuple[Bucket, str, str]  # (bucket, namespace or "", name)

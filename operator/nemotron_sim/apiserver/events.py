@@ -10,20 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_sim.apiserver.patches import copy_obj
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
 Bucket = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """``type`` is ADDED, MODIFIED or DELETED; ``obj`` is the object after the change."""
-
-    type: str
-    key: ResourceKey
-    obj: dict[str, Any]
-    rv: int = 0
-    old: dict[str, Any] | None = None  # the object before a MODIFIED change (read-only)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from nemotron_sim.apiserver.authn import USER, Gate
 from nemotron_sim.apiserver.errors import ApiError, NotFoundError, bad_request
 from nemotron_sim.apiserver.faults import Fault, FaultInjector, sleep_for
 from nemotron_sim.apiserver.objects import meta
-from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo, ResourceKey
+from nemotron_sim.apiserver.resources import CRD_KEY, ResourceInfo
 from nemotron_sim.apiserver.reviews import Reviews, is_review
 from nemotron_sim.apiserver.scale import scale_of, with_scale
 from nemotron_sim.apiserver.simcontrol import RequestCounts, sim_endpoint
@@ -33,6 +33,7 @@ from nemotron_sim.apiserver.wire import (
     read_body,
     reset,
 )
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 log = logging.getLogger(__name__)
 

@@ -8,24 +8,13 @@ every container's log is empty.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
 from nemotron_sim.apiserver.errors import bad_request
-
-_FOLLOW_POLL = 0.1
-_CHUNK = 64 * 1024
-
-
-@dataclass(frozen=True)
-class LogTarget:
-    path: Path | None  # None: the container writes no log (it is not a real process)
-    live: Callable[[], bool]  # still being written (for ``follow``)
+from nemotron_sim.controllers import container_logs
+from nemotron_sim.controllers.container_logs import LogTarget
 
 
 class LogSource(Protocol):
@@ -51,15 +40,6 @@ def _container(pod: dict[str, Any], requested: str | None) -> str:
     return requested
 
 
-def _tail(data: bytes, lines: int | None) -> bytes:
-    if lines is None:
-        return data
-    if lines <= 0:
-        return b""
-    parts = data.splitlines(keepends=True)
-    return b"".join(parts[-lines:])
-
-
 async def serve(
     request: web.Request, pod: dict[str, Any], source: LogSource | None
 ) -> web.StreamResponse:
@@ -74,32 +54,7 @@ async def serve(
         if source is not None
         else LogTarget(None, lambda: False)
     )
-    data = b""
-    if target.path is not None and target.path.exists():
-        data = _tail(target.path.read_bytes(), tail)
-    if limit is not None:
-        data = data[:limit]
+    data = container_logs.read(target, tail, limit)
     if not follow or target.path is None:
         return web.Response(body=data, content_type="text/plain")
-    response = web.StreamResponse(headers={"Content-Type": "text/plain"})
-    await response.prepare(request)
-    await response.write(data)
-    await _follow(response, target, target.path.stat().st_size if target.path.exists() else 0)
-    await response.write_eof()
-    return response
-
-
-async def _follow(response: web.StreamResponse, target: LogTarget, offset: int) -> None:
-    assert target.path is not None
-    while True:
-        live = target.live()
-        with target.path.open("rb") as log_file:
-            log_file.seek(offset)
-            chunk = log_file.read(_CHUNK)
-        if chunk:
-            offset += len(chunk)
-            await response.write(chunk)
-            continue
-        if not live:
-            return
-        await asyncio.sleep(_FOLLOW_POLL)
+    return await container_logs.stream(request, target, data)

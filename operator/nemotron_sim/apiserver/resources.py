@@ -10,28 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nemotron_sim.kubeapi.resources import ResourceKey
+
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
-
-
-@dataclass(frozen=True)
-class ResourceKey:
-    """One served resource: ``group`` is ``""`` for the core group."""
-
-    group: str
-    version: str
-    plural: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def bucket(self) -> tuple[str, str]:
-        """Storage identity: all versions of one resource share their objects."""
-        return (self.group, self.plural)
-
-    def __str__(self) -> str:
-        return f"{self.api_version}/{self.plural}"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from nemotron_sim.apiserver.errors import (
     NotFoundError,
     bad_request,
 )
-from nemotron_sim.apiserver.events import EventLog, WatchEvent
+from nemotron_sim.apiserver.events import EventLog
 from nemotron_sim.apiserver.objects import meta
 from nemotron_sim.apiserver.patches import copy_obj, merge_patch
 from nemotron_sim.apiserver.resources import (
@@ -35,11 +35,11 @@ from nemotron_sim.apiserver.resources import (
     NAMESPACE_KEY,
     Registry,
     ResourceInfo,
-    ResourceKey,
 )
 from nemotron_sim.apiserver.selectors import (
     object_predicate,
 )
+from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
 # (resource, proposed object, stored object or None) → the object to store (defaulted). It must
 # not modify its arguments (the stored one is shared; the proposed one may share its subtrees).

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nemotron_sim.apiserver.objects import meta
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 if TYPE_CHECKING:
     from nemotron_sim.apiserver.store import Store

@@ -23,7 +23,8 @@ from nemotron_sim.apiserver.faults import Fault
 from nemotron_sim.apiserver.objects import meta
 from nemotron_sim.apiserver.resources import ResourceInfo
 from nemotron_sim.apiserver.selectors import parse_field_selector, parse_label_selector
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 log = logging.getLogger(__name__)
 _STOP = "_STOP"

@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers import deployment, replicaset
 from nemotron_sim.controllers.kinds import DEPLOYMENTS, PODS, REPLICASETS
 from nemotron_sim.controllers.runtime import EventRecorder, WorkQueue, create_if_absent, involved
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 Key = tuple[str, str]
 

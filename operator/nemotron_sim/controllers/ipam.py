@@ -9,8 +9,10 @@ and asks again.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import secrets
 import socket
+from typing import Protocol
 
 POD_OCTETS = range(100, 200)  # 127.100-199.x.y: pod IPs
 SERVICE_OCTETS = range(200, 250)  # 127.200-249.x.y: Service ClusterIPs
@@ -19,6 +21,44 @@ NODE_OCTETS = range(250, 255)  # 127.250-254.x.y: node InternalIPs (never bound)
 
 class PoolExhaustedError(RuntimeError):
     """Every address of a pool is in use."""
+
+
+class AddressPool(Protocol):
+    def allocate(self) -> str: ...
+
+    def release(self, address: str) -> None: ...
+
+
+class CidrPool:
+    """The addresses of one node's pod CIDR (``spec.podCIDR``, a /24 from
+    kube-controller-manager): ``.2`` to the last but one, handed out in order and reused late,
+    as a CNI's host-local IPAM does."""
+
+    def __init__(self, cidr: str) -> None:
+        network = ipaddress.ip_network(cidr)
+        self.cidr = cidr
+        self._addresses = [str(a) for a in list(network.hosts())[1:]]
+        self._next = 0
+        self._free: list[str] = []
+        self._in_use: set[str] = set()
+
+    def allocate(self) -> str:
+        while self._free:
+            address = self._free.pop()
+            if address not in self._in_use:
+                self._in_use.add(address)
+                return address
+        if self._next >= len(self._addresses):
+            raise PoolExhaustedError(f"no free pod address left in {self.cidr}")
+        address = self._addresses[self._next]
+        self._next += 1
+        self._in_use.add(address)
+        return address
+
+    def release(self, address: str) -> None:
+        if address in self._in_use:
+            self._in_use.discard(address)
+            self._free.insert(0, address)
 
 
 class LoopbackPool:

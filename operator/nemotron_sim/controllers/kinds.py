@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 NODES = ResourceKey("", "v1", "nodes")
 PODS = ResourceKey("", "v1", "pods")

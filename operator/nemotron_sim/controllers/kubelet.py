@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,8 @@ from typing import Any
 import aiohttp
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.store import Store, WatchEvent
 from nemotron_sim.controllers.images import ImagePrograms
-from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
+from nemotron_sim.controllers.ipam import AddressPool, can_bind
 from nemotron_sim.controllers.kinds import NODES, PODS, SECRETS
 from nemotron_sim.controllers.pod_status import ContainerState, PodModel
 from nemotron_sim.controllers.podenv import container_env, expanded_argv, missing_secret
@@ -40,6 +39,8 @@ from nemotron_sim.controllers.runtime import (
     log,
     now_rfc3339,
 )
+from nemotron_sim.kubeapi.resources import WatchEvent
+from nemotron_sim.kubeapi.store import ObjectStore
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.kv_cache import parse_bias
 
@@ -108,6 +109,7 @@ class _RunningPod:
     namespace: str
     name: str
     pod_ip: str
+    pool: AddressPool | None = None  # where pod_ip came from
     task: asyncio.Task[None] | None = None
     stubs: list[StubVllm] = field(default_factory=list)
 
@@ -117,10 +119,10 @@ class Kubelet:
 
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         recorder: EventRecorder,
         node_ips: dict[str, str],
-        pod_ips: LoopbackPool,
+        pod_ips: Callable[[str], AddressPool],
         settings: KubeletSettings,
         *,
         api: ApiAccess | None = None,
@@ -161,11 +163,19 @@ class Kubelet:
         if event.type == "DELETED":
             self._forget(uid)
             return
+        node = (pod.get("spec") or {}).get("nodeName")
         if md.get("deletionTimestamp"):
             if not self.processes.begin_termination(uid, pod):
                 self._forget(uid)
+                if node in self._node_ips:
+                    # Nothing runs that needs a grace period: confirm the deletion, as a
+                    # kubelet does once the containers are gone (kube-apiserver only marks
+                    # pods bound to a node; the in-process store deleted them outright).
+                    self._store.delete(
+                        PODS, md.get("namespace"), md["name"], grace_period=0,
+                        preconditions={"uid": uid},
+                    )  # fmt: skip
             return
-        node = (pod.get("spec") or {}).get("nodeName")
         if node in self._node_ips and uid not in self._pods:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
@@ -199,7 +209,10 @@ class Kubelet:
             for port in c.get("ports") or []
             if port.get("containerPort")
         ]
-        running.pod_ip = self._allocate_ip([*_serving_ports(pod, containers), *declared])
+        running.pool = self._pod_ips(str((pod.get("spec") or {}).get("nodeName")))
+        running.pod_ip = self._allocate_ip(
+            running.pool, [*_serving_ports(pod, containers), *declared]
+        )
         # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
@@ -232,7 +245,8 @@ class Kubelet:
             for stub in running.stubs:
                 with contextlib.suppress(Exception):
                     await stub.stop()
-            self._pod_ips.release(running.pod_ip)
+            if running.pool is not None:
+                running.pool.release(running.pod_ip)
 
     def _gpu_product(self, node_name: str | None) -> str | None:
         """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
@@ -241,10 +255,10 @@ class Kubelet:
         product = labels.get(GPU_PRODUCT_LABEL)
         return str(product) if product else None
 
-    def _allocate_ip(self, ports: list[int]) -> str:
+    def _allocate_ip(self, pool: AddressPool, ports: list[int]) -> str:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
         for _ in range(_BIND_ATTEMPTS):
-            address = self._pod_ips.allocate()
+            address = pool.allocate()
             if all(can_bind(address, port) for port in ports):
                 return address
             log.info("kubelet: %s is taken on this machine, trying another pod IP", address)

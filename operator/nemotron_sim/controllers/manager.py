@@ -8,7 +8,7 @@ from typing import Any
 
 from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
 from nemotron_sim.apiserver.discovery import SIM_VERSION
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers import ipam
 from nemotron_sim.controllers.deployment_controller import DeploymentController
 from nemotron_sim.controllers.kinds import NODES, WATCHED
@@ -28,6 +28,7 @@ from nemotron_sim.controllers.runtime import EventRecorder, WorkQueue, log
 from nemotron_sim.controllers.scheduler_controller import SchedulerController
 from nemotron_sim.controllers.service_controller import ServiceController
 from nemotron_sim.controllers.statefulset_controller import StatefulSetController
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 DEFAULT_NODES = "NVIDIA-H200:8x2,NVIDIA-B200:8x1"
 _SETTLE_POLL = 0.02
@@ -77,7 +78,7 @@ class ClusterControllers:
             store,
             self.recorder,
             self.node_ips,
-            self.pod_ips,
+            lambda node: self.pod_ips,
             self.settings.kubelet,
             api=api,
             token_source=token_source,

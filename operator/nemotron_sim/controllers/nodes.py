@@ -126,7 +126,7 @@ def build_node(
         "status": {
             "capacity": capacity,
             "allocatable": allocatable,
-            "conditions": _conditions(),
+            "conditions": ready_conditions(),
             "addresses": [
                 {"type": "InternalIP", "address": internal_ip},
                 {"type": "Hostname", "address": name},
@@ -183,7 +183,8 @@ def build_system_node(
     return node
 
 
-def _conditions() -> list[dict[str, str]]:
+def ready_conditions(now: str | None = None) -> list[dict[str, str]]:
+    """A healthy kubelet's node conditions; with ``now``, its heartbeat and transition times."""
     healthy = [
         ("MemoryPressure", "KubeletHasSufficientMemory"),
         ("DiskPressure", "KubeletHasNoDiskPressure"),
@@ -201,6 +202,9 @@ def _conditions() -> list[dict[str, str]]:
             "message": "simulated kubelet is posting ready status",
         }
     )
+    if now is not None:
+        for condition in conditions:
+            condition["lastHeartbeatTime"] = condition["lastTransitionTime"] = now
     return conditions
 
 

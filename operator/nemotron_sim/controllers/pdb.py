@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemotron_sim.apiserver.selectors import selector_to_string
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers.kinds import PDBS, PODS, STATEFULSETS
 from nemotron_sim.controllers.runtime import WorkQueue, now_rfc3339
 from nemotron_sim.controllers.selector_index import SelectorIndex
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 Key = tuple[str, str]
 

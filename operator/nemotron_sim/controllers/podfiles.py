@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from nemotron_sim.controllers.podenv import Lookup, field_value, resource_value
 SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
 # (expirationSeconds, audiences) → a bearer token for the pod's ServiceAccount
-TokenSource = Callable[[int, tuple[str, ...]], str]
+TokenSource = Callable[[int, tuple[str, ...]], Awaitable[str]]
 _ACCESS_VOLUME = "kube-api-access"
 _TOKEN_SECONDS = 3607  # what the ServiceAccount admission plugin asks for
 
@@ -150,7 +150,7 @@ class PodFileWriter:
         self._pending: list[tuple[str, int, tuple[str, ...]]] = []
         self._kubeconfig_target: tuple[Path, str] | None = None
 
-    def prepare(self, pod: Mapping[str, Any], *, automount: bool) -> PodFiles:
+    async def prepare(self, pod: Mapping[str, Any], *, automount: bool) -> PodFiles:
         files = PodFiles(self.root)
         self.token_files, self._pending, self._kubeconfig_target = [], [], None
         namespace = (pod.get("metadata") or {}).get("namespace", "default")
@@ -170,19 +170,19 @@ class PodFileWriter:
             files.kubeconfig = self.root / "kubeconfig"
             self.token_files.append((access / "token", _TOKEN_SECONDS, ()))
             self._kubeconfig_target = (files.kubeconfig, namespace)
-        self.renew_tokens()
+        await self.renew_tokens()
         return files
 
-    def renew_tokens(self) -> None:
+    async def renew_tokens(self) -> None:
         """Issue every token file (and the kubeconfig's token) afresh."""
         for path, seconds, audiences in self.token_files:
-            token = self._issue(seconds, audiences)
+            token = await self._issue(seconds, audiences)
             _write(path, token, 0o644)
             if self._kubeconfig_target is not None and path.parent.name == _ACCESS_VOLUME:
                 self._kubeconfig(*self._kubeconfig_target, token)
 
-    def _issue(self, seconds: int, audiences: tuple[str, ...]) -> str:
-        return "" if self._token is None else self._token(seconds, audiences)
+    async def _issue(self, seconds: int, audiences: tuple[str, ...]) -> str:
+        return "" if self._token is None else await self._token(seconds, audiences)
 
     def _kubeconfig(self, path: Path, namespace: str, token: str) -> None:
         self._api.write_kubeconfig(path, namespace, token)

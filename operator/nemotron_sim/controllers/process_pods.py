@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,8 @@ from typing import Any
 import aiohttp
 
 from nemotron_sim.apiserver.errors import ApiError, bad_request
-from nemotron_sim.apiserver.podlogs import LogTarget
 from nemotron_sim.apiserver.resources import ResourceInfo
-from nemotron_sim.apiserver.store import Store
+from nemotron_sim.controllers.container_logs import LogTarget
 from nemotron_sim.controllers.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.controllers.pod_status import PodModel
 from nemotron_sim.controllers.podfiles import (
@@ -36,9 +35,10 @@ from nemotron_sim.controllers.podfiles import (
 )
 from nemotron_sim.controllers.process_runner import ProcessContainer, Recorder, RunnerSettings
 from nemotron_sim.controllers.runtime import log
+from nemotron_sim.kubeapi.store import ObjectStore
 
 # (pod, expirationSeconds, audiences) → a bearer token for the pod's ServiceAccount
-PodTokenSource = Callable[[Mapping[str, Any], int, tuple[str, ...]], str]
+PodTokenSource = Callable[[Mapping[str, Any], int, tuple[str, ...]], Awaitable[str]]
 DEFAULT_GRACE_SECONDS = 30
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=5.0)
 
@@ -57,7 +57,7 @@ class _ProcessPod:
 class ProcessPods:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         settings: RunnerSettings,
         *,
         workdir: Path | None = None,
@@ -123,8 +123,8 @@ class ProcessPods:
         if self.token_source is not None:
             source = self.token_source
 
-            def token(seconds: int, audiences: tuple[str, ...]) -> str:
-                return source(pod, seconds, audiences)
+            async def token(seconds: int, audiences: tuple[str, ...]) -> str:
+                return await source(pod, seconds, audiences)
 
         return PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
 
@@ -141,7 +141,7 @@ class ProcessPods:
         delay = max(self.settings.crash_backoff_seconds, 0.05)
         while True:
             try:
-                return writer.prepare(pod, automount=automounts_token(pod, account))
+                return await writer.prepare(pod, automount=automounts_token(pod, account))
             except MountError as error:
                 for state in model.containers:
                     if self.settings.programs.runs({"image": state.image}):
@@ -205,7 +205,10 @@ class ProcessPods:
         with contextlib.suppress(ApiError):
             current = self._store.peek(PODS, md.get("namespace"), md["name"])
             if current is not None and current["metadata"].get("uid") == uid:
-                self._store.delete(PODS, md.get("namespace"), md["name"], grace_period=0)
+                self._store.delete(
+                    PODS, md.get("namespace"), md["name"], grace_period=0,
+                    preconditions={"uid": uid},
+                )  # fmt: skip
 
     def forget(self, uid: str) -> None:
         """The pod is gone from the store: kill what still runs, drop its files."""
@@ -272,7 +275,7 @@ async def _renew(writer: PodFileWriter) -> None:
     """Keep the pod's tokens fresh while it runs (the kubelet renews at 80 % of the lifetime)."""
     while writer.token_files:
         await asyncio.sleep(0.8 * min(seconds for _, seconds, _ in writer.token_files))
-        writer.renew_tokens()
+        await writer.renew_tokens()
 
 
 def _log_failure(task: asyncio.Task[None]) -> None:

@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers.kinds import EVENTS
+from nemotron_sim.kubeapi.resources import ResourceKey
+from nemotron_sim.kubeapi.store import ObjectStore
 
 log = logging.getLogger("nemotron_sim")
 K = TypeVar("K", bound=Hashable)
@@ -97,12 +98,13 @@ def involved(obj: Mapping[str, Any], api_version: str, kind: str) -> dict[str, A
 
 
 class EventRecorder:
-    """Writes core/v1 Events; a repeat of the same reason and message bumps ``count``."""
+    """Writes core/v1 Events; a repeat of the same reason and message bumps ``count`` (kept
+    here, as client-go's event correlator keeps it, so no Event is read back)."""
 
-    def __init__(self, store: Store, *, enabled: bool = True) -> None:
+    def __init__(self, store: ObjectStore, *, enabled: bool = True) -> None:
         self._store = store
         self._enabled = enabled
-        self._seen: dict[tuple[str, str, str], str] = {}
+        self._seen: dict[tuple[str, str, str], tuple[str, int]] = {}
 
     def record(
         self,
@@ -120,13 +122,18 @@ class EventRecorder:
         now = now_rfc3339()
         existing = self._seen.get(fingerprint)
         if existing is not None:
-            current = self._store.peek(EVENTS, namespace, existing)
-            if current is not None:
-                patch = {"count": int(current.get("count", 1)) + 1, "lastTimestamp": now}
-                self._store.merge_patch(EVENTS, namespace, existing, patch, copy=False)
+            name, count = existing
+            patch = {"count": count + 1, "lastTimestamp": now}
+            try:
+                self._store.merge_patch(EVENTS, namespace, name, patch, copy=False)
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+            else:
+                self._seen[fingerprint] = (name, count + 1)
                 return
         name = f"{involved_object['name']}.{secrets.token_hex(8)}"
-        self._seen[fingerprint] = name
+        self._seen[fingerprint] = (name, 1)
         if len(self._seen) > _REMEMBERED_EVENTS:
             del self._seen[next(iter(self._seen))]  # forget the oldest, as the real cache does
         self._store.create(

@@ -12,11 +12,12 @@ from fractions import Fraction
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers import scheduler
 from nemotron_sim.controllers.kinds import NODES, PODS
 from nemotron_sim.controllers.pod_status import scheduled_condition
 from nemotron_sim.controllers.runtime import EventRecorder, involved, log, now_rfc3339
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 COMPONENT = "default-scheduler"
 _FINISHED = ("Succeeded", "Failed")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers.ipam import LoopbackPool, can_bind
 from nemotron_sim.controllers.kinds import ENDPOINTS, PODS, SERVICES
 from nemotron_sim.controllers.probes import resolve_port
@@ -23,6 +23,7 @@ from nemotron_sim.controllers.proxy import Backend, ServiceProxy
 from nemotron_sim.controllers.runtime import WorkQueue, create_if_absent, log
 from nemotron_sim.controllers.selector_index import SelectorIndex
 from nemotron_sim.controllers.statefulset import is_ready, is_terminating
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 _ALLOCATE_ATTEMPTS = 20
 

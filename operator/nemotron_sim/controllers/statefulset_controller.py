@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.apiserver.store import Store, WatchEvent
+from nemotron_sim.apiserver.store import Store
 from nemotron_sim.controllers import statefulset
 from nemotron_sim.controllers.kinds import CLAIMS, PODS, STATEFULSETS
 from nemotron_sim.controllers.runtime import (
@@ -20,6 +20,7 @@ from nemotron_sim.controllers.runtime import (
     create_if_absent,
     involved,
 )
+from nemotron_sim.kubeapi.resources import WatchEvent
 
 COMPONENT = "statefulset-controller"
 Key = tuple[str, str]

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 from tests.integration.conftest import SimClusterHandle
 
 NDS = ResourceKey("serving.nemotron.io", "v1alpha1", "nemotrondeployments")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 from tests.integration.operator.helpers import NAMESPACE, apply, deployment, wait_ready
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 

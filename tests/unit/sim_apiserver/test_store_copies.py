@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from nemotron_sim.apiserver import Store
-from nemotron_sim.apiserver.resources import ResourceKey
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from nemotron_sim.apiserver import Store
-from nemotron_sim.apiserver.resources import ResourceKey
 from nemotron_sim.apiserver.watch import _EncodedLines
+from nemotron_sim.kubeapi.resources import ResourceKey
 
 CONFIGMAPS = ResourceKey("", "v1", "configmaps")
 

@@ -47,7 +47,7 @@ def writer(tmp_path: Path, issued: list[tuple[int, tuple[str, ...]]]) -> PodFile
     def lookup(kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         return OBJECTS.get((kind, name))
 
-    def token(seconds: int, audiences: tuple[str, ...]) -> str:
+    async def token(seconds: int, audiences: tuple[str, ...]) -> str:
         issued.append((seconds, audiences))
         return f"token-{len(issued)}"
 
@@ -58,9 +58,9 @@ def writer(tmp_path: Path, issued: list[tuple[int, tuple[str, ...]]]) -> PodFile
     return PodFileWriter(tmp_path / "pod", tmp_path / "claims", lookup, api, token)
 
 
-def test_volumes_are_filled_as_the_kubelet_fills_them(tmp_path: Path) -> None:
+async def test_volumes_are_filled_as_the_kubelet_fills_them(tmp_path: Path) -> None:
     issued: list[tuple[int, tuple[str, ...]]] = []
-    files = writer(tmp_path, issued).prepare(POD, automount=True)
+    files = await writer(tmp_path, issued).prepare(POD, automount=True)
     volumes = files.volumes
     assert list(volumes["scratch"].iterdir()) == []
     assert (volumes["cfg"] / "x" / "a.txt").read_text() == "alpha"
@@ -82,29 +82,29 @@ def test_volumes_are_filled_as_the_kubelet_fills_them(tmp_path: Path) -> None:
     assert (volumes["bound"] / "vault").read_text().startswith("token-")
 
 
-def test_renewal_rewrites_tokens_and_the_kubeconfig(tmp_path: Path) -> None:
+async def test_renewal_rewrites_tokens_and_the_kubeconfig(tmp_path: Path) -> None:
     issued: list[tuple[int, tuple[str, ...]]] = []
     pod_writer = writer(tmp_path, issued)
-    files = pod_writer.prepare(POD, automount=True)
+    files = await pod_writer.prepare(POD, automount=True)
     assert files.kubeconfig is not None
     before = json.loads(files.kubeconfig.read_text())["token"]
-    pod_writer.renew_tokens()
+    await pod_writer.renew_tokens()
     after = json.loads(files.kubeconfig.read_text())["token"]
     assert after != before
     assert len(issued) == 4
 
 
-def test_missing_sources_fail_the_mount_and_optional_ones_do_not(tmp_path: Path) -> None:
+async def test_missing_sources_fail_the_mount_and_optional_ones_do_not(tmp_path: Path) -> None:
     pod = {"metadata": {"name": "p", "namespace": "ai"},
            "spec": {"volumes": [{"name": "v", "configMap": {"name": "absent"}}]}}  # fmt: skip
     with pytest.raises(MountError) as raised:
-        writer(tmp_path, []).prepare(pod, automount=False)
+        await writer(tmp_path, []).prepare(pod, automount=False)
     assert (
         str(raised.value)
         == 'MountVolume.SetUp failed for volume "v" : configmap "absent" not found'
     )
     pod["spec"]["volumes"][0]["configMap"]["optional"] = True
-    files = writer(tmp_path, []).prepare(pod, automount=False)
+    files = await writer(tmp_path, []).prepare(pod, automount=False)
     assert files.kubeconfig is None
     assert files.mounts({"volumeMounts": []}) == {}
 

@@ -1,0 +1,10 @@
+// The third-party CRDs the test control plane installs, taken from their projects' Go modules
+// (hack/build-controlplane.sh copies them out of the module cache). No Go code is built here.
+module nemotron-operator/hack/controlplane/crds
+
+go 1.26.6
+
+require (
+	github.com/prometheus-operator/prometheus-operator v0.85.0 // indirect
+	sigs.k8s.io/karpenter v1.14.1 // indirect
+)

@@ -1,0 +1,81 @@
+"""The address plan of one control plane inside the network namespace (see ``netns``).
+
+Several control planes can share one namespace (a test session's shared one and the fresh ones
+some tests start): each takes an index ``k`` and its own ranges, so none of their addresses
+meet. Index 0 has the ranges a kubeadm cluster uses by default.
+
+| what | addresses |
+|---|---|
+| kube-apiserver (6443), etcd (2379/2380), controller-manager (10257), scheduler | ``10.0.k.1`` |
+| nodes' InternalIPs (their kubelet API on 10250) | ``10.1.k.2`` … ``10.1.k.254`` |
+| Services (``--service-cluster-ip-range``; ``kubernetes`` is the first) | ``10.(96+k).0.0/16`` |
+| pods (``--cluster-cidr``, a /24 per node from kube-controller-manager) | ``10.(244+k).0.0/16`` |
+
+(kube-scheduler's port is 10259.)
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+MAX_CLUSTERS = 12  # 10.(244+k) must stay a valid octet
+API_PORT = 6443
+ETCD_CLIENT_PORT = 2379
+ETCD_PEER_PORT = 2380
+CONTROLLER_MANAGER_PORT = 10257
+SCHEDULER_PORT = 10259
+KUBELET_PORT = 10250
+DNS_DOMAIN = "cluster.local"
+
+
+@dataclass(frozen=True)
+class AddressPlan:
+    index: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < MAX_CLUSTERS:
+            raise ValueError(f"control plane index {self.index} outside 0..{MAX_CLUSTERS - 1}")
+
+    @property
+    def control_plane_ip(self) -> str:
+        return f"10.0.{self.index}.1"
+
+    @property
+    def api_url(self) -> str:
+        return f"https://{self.control_plane_ip}:{API_PORT}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://{self.control_plane_ip}:{ETCD_CLIENT_PORT}"
+
+    @property
+    def service_cidr(self) -> str:
+        return f"10.{96 + self.index}.0.0/16"
+
+    @property
+    def cluster_cidr(self) -> str:
+        return f"10.{244 + self.index}.0.0/16"
+
+    @property
+    def kubernetes_service_ip(self) -> str:
+        """The ``default/kubernetes`` Service's ClusterIP: the first address of the range."""
+        return str(ipaddress.ip_network(self.service_cidr)[1])
+
+    def node_ip(self, ordinal: int) -> str:
+        """The InternalIP of the ``ordinal``-th node (0-based)."""
+        if not 0 <= ordinal < 253:
+            raise ValueError(f"at most 253 nodes per control plane, asked for node {ordinal}")
+        return f"10.1.{self.index}.{ordinal + 2}"
+
+    def api_server_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(IP SANs, DNS SANs) of the API server's serving certificate."""
+        ips = (self.control_plane_ip, self.kubernetes_service_ip, "127.0.0.1")
+        dns = (
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            f"kubernetes.default.svc.{DNS_DOMAIN}",
+            "localhost",
+        )
+        return ips, dns

@@ -1,0 +1,57 @@
+"""Resource types by (group, version, plural), and the ones the simulated nodes use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# Cluster-scoped resources among those the simulator touches; everything else is namespaced.
+_CLUSTER_SCOPED = frozenset(
+    {
+        ("", "nodes"),
+        ("", "namespaces"),
+        ("", "persistentvolumes"),
+        ("storage.k8s.io", "storageclasses"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+        ("karpenter.sh", "nodepools"),
+        ("karpenter.sh", "nodeclaims"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ResourceKey:
+    """One served resource: ``group`` is ``""`` for the core group."""
+
+    group: str
+    version: str
+    plural: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def bucket(self) -> tuple[str, str]:
+        """Storage identity: all versions of one resource share their objects."""
+        return (self.group, self.plural)
+
+    @property
+    def namespaced(self) -> bool:
+        return self.bucket not in _CLUSTER_SCOPED
+
+    def __str__(self) -> str:
+        return f"{self.api_version}/{self.plural}"
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """``type`` is ADDED, MODIFIED or DELETED; ``obj`` is the object after the change."""
+
+    type: str
+    key: ResourceKey
+    obj: dict[str, Any]
+    rv: int = 0
+    old: dict[str, Any] | None = None  # the object before a MODIFIED change (read-only)

@@ -1,0 +1,43 @@
+"""What the simulated kubelet needs of the cluster's objects, whichever API server holds them:
+the in-process store of the home-made API server, or a :class:`~nemotron_sim.kubeapi.mirror.Mirror`
+of kube-apiserver."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from nemotron_sim.kubeapi.resources import ResourceKey
+
+
+class ObjectStore(Protocol):
+    def peek(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The current object, read-only (no copy)."""
+
+    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """A copy of the current object."""
+
+    def scan(self, key: ResourceKey, namespace: str | None = None) -> list[dict[str, Any]]:
+        """The objects of a kind (in one namespace), read-only."""
+
+    def merge_patch(
+        self,
+        key: ResourceKey,
+        namespace: str | None,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        copy: bool = True,
+    ) -> object: ...
+
+    def create(self, key: ResourceKey, obj: dict[str, Any], *, copy: bool = True) -> object: ...
+
+    def delete(
+        self,
+        key: ResourceKey,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+    ) -> object: ...

@@ -1,0 +1,270 @@
+"""``KubeCluster``: a real control plane with simulated GPU nodes, kubelets and vLLM.
+
+Real: etcd, kube-apiserver, kube-controller-manager and kube-scheduler (built from Kubernetes'
+Go modules), so server-side apply, RBAC, admission, the StatefulSet, Deployment, EndpointSlice
+and garbage-collector controllers, node lifecycle and scheduling are Kubernetes' own.
+Simulated: the GPU nodes (Node objects and their Lease heartbeat), the kubelets (containers
+run as local processes or as in-process stand-in vLLMs), the service proxy, the volume
+provisioner, and vLLM. Everything lives in the network namespace of ``nemotron_sim.netns``.
+
+```python
+netns.enter()                                      # before any thread starts
+async with KubeCluster("NVIDIA-H200:8x1", system_nodes=1) as cluster:
+    cluster.kubeconfig, cluster.control_plane.audit_log
+```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import ssl
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from nemotron_sim.agents.kubelet_api import KubeletApi
+from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
+from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
+from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner
+from nemotron_sim.controllers.images import ImagePrograms
+from nemotron_sim.controllers.ipam import CidrPool
+from nemotron_sim.controllers.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
+from nemotron_sim.controllers.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, KubeletSettings
+from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
+from nemotron_sim.controllers.nodes import (
+    build_nodes,
+    build_system_node,
+    parse_node_spec,
+    ready_conditions,
+)
+from nemotron_sim.controllers.podfiles import ApiAccess, service_account
+from nemotron_sim.controllers.runtime import EventRecorder
+from nemotron_sim.controlplane import ControlPlane, flags
+from nemotron_sim.controlplane.binaries import crd_dir, recipe_versions
+from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
+from nemotron_sim.controlplane.network import KUBELET_PORT
+from nemotron_sim.kubeapi.client import KubeApi
+from nemotron_sim.kubeapi.mirror import Mirror
+from nemotron_sim.kubeapi.resources import WatchEvent
+from nemotron_sim.thirdparty import install_crds
+from nemotron_sim.vllm import StubVllm
+
+log = logging.getLogger("nemotron_sim")
+MIRRORED = (
+    NODES, PODS, SECRETS, CONFIGMAPS, SERVICEACCOUNTS, SERVICES, ENDPOINT_SLICES, CLAIMS, VOLUMES,
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeOptions:
+    nodes: str = DEFAULT_NODES
+    system_nodes: int = 0
+    renew_seconds: float = 2.0  # the node Leases' renewal period (a kubelet: 10 s)
+
+
+class KubeCluster:
+    def __init__(
+        self,
+        nodes: str = DEFAULT_NODES,
+        *,
+        system_nodes: int = 0,
+        workdir: Path | None = None,
+        kubeconfig_path: Path | None = None,
+        load_seconds: float = 0.0,
+        init_seconds: float = 0.05,
+        probe_period: float = 0.1,
+        record_events: bool = True,
+        images: Mapping[str, Sequence[str]] | None = None,
+        commands: Mapping[str, Sequence[str]] | None = None,
+        probe_time_scale: float = 1.0,
+        crash_backoff_seconds: float = 10.0,
+        crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS,
+        stop_grace_seconds: float = 5.0,
+        control_plane: flags.Settings | None = None,
+        renew_seconds: float = 2.0,
+    ) -> None:
+        self._tempdir = (
+            tempfile.TemporaryDirectory(prefix="nemotron-sim-") if workdir is None else None
+        )
+        self.workdir = (
+            Path(self._tempdir.name) if self._tempdir is not None else Path(workdir or ".")
+        )
+        self.groups = parse_node_spec(nodes)
+        self.node_options = NodeOptions(nodes, system_nodes, renew_seconds)
+        self.kubelet_settings = KubeletSettings(
+            load_seconds=load_seconds,
+            init_seconds=init_seconds,
+            probe_period=probe_period,
+            programs=ImagePrograms.with_defaults(images, commands),
+            probe_time_scale=probe_time_scale,
+            crash_backoff_seconds=crash_backoff_seconds,
+            crash_backoff_cap_seconds=crash_backoff_cap_seconds,
+            stop_grace_seconds=stop_grace_seconds,
+            workdir=self.workdir / "pods",
+        )
+        self.record_events = record_events
+        self.control_plane = ControlPlane(self.workdir / "control-plane", settings=control_plane)
+        self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
+        self.api: KubeApi | None = None
+        self.mirror: Mirror | None = None
+        self.nodes: NodeAgent | None = None
+        self.kubelet: Kubelet | None = None
+        self.kubelet_api: KubeletApi | None = None
+        self.proxies: ServiceProxies | None = None
+        self.started_seconds = 0.0
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> KubeCluster:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        await self.stop()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        plane = self.control_plane
+        await plane.start()
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig.write_bytes(plane.admin_kubeconfig.read_bytes())
+        self.kubeconfig.chmod(0o600)
+        self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
+        await install_crds(self.api, crd_dir())
+        self.mirror = Mirror(self.api, MIRRORED)
+        await self.mirror.start()
+        node_objects = self._node_objects()
+        self.nodes = NodeAgent(
+            self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
+        )
+        await self.nodes.register()
+        node_ips = {
+            n["metadata"]["name"]: n["status"]["addresses"][0]["address"] for n in node_objects
+        }
+        await self._start_kubelets(node_ips)
+        self.proxies = ServiceProxies(self.mirror)
+        self.proxies.start()
+        Provisioner(self.mirror).start()
+        self.nodes.start()
+        self.started_seconds = loop.time() - began
+
+    async def stop(self) -> None:
+        for step in (
+            self.kubelet.stop if self.kubelet else None,
+            self.kubelet_api.stop if self.kubelet_api else None,
+            self.proxies.stop if self.proxies else None,
+            self.nodes.stop if self.nodes else None,
+            self.mirror.stop if self.mirror else None,
+            self.api.close if self.api else None,
+        ):
+            if step is not None:
+                try:
+                    await step()
+                except Exception:
+                    log.exception("stopping the simulated cluster: %s failed", step)
+        self.kubelet = self.kubelet_api = self.proxies = self.nodes = self.mirror = None
+        self.api = None
+        self.control_plane.stop()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    # --- parts --------------------------------------------------------------------------------
+
+    def _node_objects(self) -> list[dict[str, Any]]:
+        plan = self.control_plane.plan
+        ordinals = iter(range(253))
+        version = f"{recipe_versions().kubernetes}-sim"  # a simulated kubelet at that version
+        nodes = build_nodes(self.groups, gpu_facts, lambda: plan.node_ip(next(ordinals)), version)
+        nodes += [
+            build_system_node(i, plan.node_ip(next(ordinals)), version)
+            for i in range(self.node_options.system_nodes)
+        ]
+        now = rfc3339()
+        for node in nodes:
+            status = node["status"]
+            status["conditions"] = ready_conditions(now)
+            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": KUBELET_PORT}}
+        return nodes
+
+    async def _start_kubelets(self, node_ips: dict[str, str]) -> None:
+        assert self.mirror is not None
+        assert self.nodes is not None
+        assert self.api is not None
+        agent, mirror, api = self.nodes, self.mirror, self.api
+        pools = {name: CidrPool(agent.pod_cidr(name) or "") for name in node_ips}
+        plane = self.control_plane
+        service_url = f"https://{plane.plan.kubernetes_service_ip}:443"
+        ca = plane.ca_pem
+
+        def pod_kubeconfig(path: Path, namespace: str, token: str) -> None:
+            # In-cluster access through the `kubernetes` Service, as KUBERNETES_SERVICE_HOST
+            # would give it (the stand-in kubelet cannot mount the token at its fixed path).
+            config = kubeconfig(service_url, ca, user="pod", token=token, namespace=namespace)
+            write_kubeconfig(path, config)
+
+        async def token(pod: Mapping[str, Any], seconds: int, audiences: tuple[str, ...]) -> str:
+            md = pod.get("metadata") or {}
+            body: dict[str, Any] = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {
+                    "expirationSeconds": seconds,
+                    "audiences": list(audiences) or None,
+                    "boundObjectRef": {
+                        "apiVersion": "v1", "kind": "Pod", "name": md.get("name"),
+                        "uid": md.get("uid"),
+                    },
+                },
+            }  # fmt: skip
+            path = KubeApi.path(SERVICEACCOUNTS, md.get("namespace"), service_account(pod), "token")
+            answer = await api.request("POST", path, body=body)
+            return str(answer["status"]["token"])
+
+        recorder = EventRecorder(mirror, enabled=self.record_events)
+        self.kubelet = Kubelet(
+            mirror, recorder, node_ips, pools.__getitem__, self.kubelet_settings,
+            api=ApiAccess(pod_kubeconfig, ca), token_source=token,
+        )  # fmt: skip
+        mirror.on_event([PODS], self.kubelet.observe)
+        for pod in list(mirror.scan(PODS)):  # pods bound before this kubelet started
+            self.kubelet.observe(_added(pod))
+        authority = plane.authority
+        assert authority is not None
+        serving = authority.issue(
+            "kubelet-serving", "system:node:sim", server=True, ips=tuple(node_ips.values())
+        )
+        context = _server_context(serving.cert, serving.key)
+        self.kubelet_api = KubeletApi(mirror, self.kubelet.processes.log_target, context)
+        for name, address in node_ips.items():
+            await self.kubelet_api.serve(name, address)
+
+    # --- what tests use -----------------------------------------------------------------------
+
+    def stub(self, namespace: str, pod: str) -> StubVllm | None:
+        return None if self.kubelet is None else self.kubelet.stub(namespace, pod)
+
+    def gpu_inventory(self) -> str:
+        return ",".join(f"{g.product}:{g.gpus_per_node}x{g.nodes}" for g in self.groups)
+
+
+def _added(pod: dict[str, Any]) -> WatchEvent:
+    return WatchEvent("ADDED", PODS, pod)
+
+
+def _server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(cert), str(key))
+    return context

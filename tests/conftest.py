@@ -1,14 +1,55 @@
-"""Shared fixtures for every tier."""
+"""Shared fixtures for every tier.
+
+The whole test session runs in a network namespace of its own (``nemotron_sim.netns``), entered
+before pytest starts any thread: the simulated cluster's real control plane, nodes, pods and
+Services get private 10.x addresses that are local there, and nothing a test starts can reach
+outside it. Tests that never start a cluster are unaffected (loopback works as before).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from nemotron_sim import netns
+
+if TYPE_CHECKING:
+    from tests.kube import KubeHandle
+
 ROOT = Path(__file__).resolve().parent.parent
+_NAMESPACE_ERROR: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        netns.enter()
+    except (netns.NamespaceError, OSError) as error:
+        # Only the tests that start a cluster need it; they fail with this message.
+        _NAMESPACE_ERROR.append(f"cannot make the simulated cluster's network namespace: {error}")
 
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeHandle]:
+    """The session's simulated cluster on a real control plane (tests/kube.py), shared by the
+    tests that need one; each works in namespaces of its own."""
+    if _NAMESPACE_ERROR:
+        raise RuntimeError(_NAMESPACE_ERROR[0])
+    from tests.kube import start_cluster  # noqa: PLC0415 (only sessions that use a cluster)
+
+    with start_cluster(tmp_path_factory.mktemp("kube")) as handle:
+        yield handle
+
+
+@pytest.fixture
+def kube_namespace(kube_cluster: KubeHandle) -> Iterator[str]:
+    """A namespace of the test's own in the shared cluster, deleted afterwards."""
+    with kube_cluster.namespace() as name:
+        yield name

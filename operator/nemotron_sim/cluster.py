@@ -7,13 +7,9 @@ synchronous code (pytest fixtures, scripts): it runs the cluster's event loop in
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import tempfile
-import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -21,6 +17,7 @@ from typing import Any, TypeVar
 from nemotron_sim.apiserver.errors import NotFoundError
 from nemotron_sim.apiserver.server import SimApiServer
 from nemotron_sim.apiserver.store import Store
+from nemotron_sim.background import Background
 from nemotron_sim.controllers.images import ImagePrograms
 from nemotron_sim.controllers.kinds import PODS
 from nemotron_sim.controllers.kubelet import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
@@ -200,7 +197,7 @@ class SimCluster:
         kubelet.settings = dataclasses.replace(kubelet.settings, kv_cache_bias=bias)
 
 
-class BackgroundCluster:
+class BackgroundCluster(Background[SimCluster]):
     """A :class:`SimCluster` running in its own event-loop thread, for synchronous callers.
 
     ``call(fn)`` runs ``fn(cluster)`` on the cluster's loop (the store is single-threaded);
@@ -208,52 +205,4 @@ class BackgroundCluster:
     """
 
     def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="sim-cluster")
-        self._cluster: SimCluster | None = None
-
-    @property
-    def cluster(self) -> SimCluster:
-        if self._cluster is None:
-            raise RuntimeError("the simulated cluster is not running")
-        return self._cluster
-
-    def __enter__(self) -> BackgroundCluster:
-        self._thread.start()
-        try:
-            self._cluster = self._submit(self._start()).result(_START_TIMEOUT)
-        except BaseException:
-            self._stop_loop()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            if self._cluster is not None:
-                self._submit(self._cluster.__aexit__(None, None, None)).result(_STOP_TIMEOUT)
-        finally:
-            self._cluster = None
-            self._stop_loop()
-
-    async def _start(self) -> SimCluster:
-        cluster = SimCluster(**self._options)
-        return await cluster.__aenter__()
-
-    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(_STOP_TIMEOUT)
-        with contextlib.suppress(RuntimeError):
-            self._loop.close()
-
-    def call(self, fn: Callable[[SimCluster], T], timeout: float = 10.0) -> T:
-        async def invoke() -> T:
-            return fn(self.cluster)
-
-        return self._submit(invoke()).result(timeout)
-
-    def run(self, fn: Callable[[SimCluster], Coroutine[Any, Any, T]], timeout: float = 30.0) -> T:
-        return self._submit(fn(self.cluster)).result(timeout)
+        super().__init__(lambda: SimCluster(**options), name="sim-cluster")

@@ -29,7 +29,7 @@ from typing import Any
 from nemotron_sim.agents.kubelet_api import KubeletApi
 from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
 from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
-from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner
+from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
 from nemotron_sim.controllers.images import ImagePrograms
 from nemotron_sim.controllers.ipam import CidrPool
 from nemotron_sim.controllers.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
@@ -143,6 +143,7 @@ class KubeCluster:
         self.kubeconfig.chmod(0o600)
         self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
         await install_crds(self.api, crd_dir())
+        await create_storage_class(self.api)
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
         node_objects = self._node_objects()

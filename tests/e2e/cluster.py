@@ -1,10 +1,13 @@
 """The cluster the e2e suite drives, as a user would: a kubeconfig, kubectl and helm.
 
 Two kinds, one interface:
-- the simulated cluster (the default, and what CI runs): started in this process on loopback,
-  with a node without GPUs for the operator and GPU nodes for the serving pods. The operator's
-  image (``ghcr.io/nemotron-operator/nemotron-operator``, any tag) runs as a real child process
-  under its ServiceAccount's token, so the chart's RBAC is enforced.
+- the simulated cluster (the default, and what CI runs): the test session's real control plane
+  (kube-apiserver, etcd, kube-controller-manager, kube-scheduler built from Kubernetes' modules)
+  with simulated nodes (a node without GPUs for the operator, GPU nodes for the serving pods),
+  all in the session's network namespace (tests/kube.py). The operator's image
+  (``ghcr.io/nemotron-operator/nemotron-operator``, any tag) runs as a real child process under
+  its ServiceAccount's token, so kube-apiserver enforces the chart's RBAC, and its audit log
+  records every request for the RBAC audit.
 - a real cluster, only with ``KIND_E2E=1`` (``hack/kind-e2e.sh`` sets it, with ``KUBECONFIG``):
   the images were built and loaded by that script. An exported ``KUBECONFIG`` alone never sends
   the suite to a real cluster: it installs and deletes things.
@@ -21,12 +24,15 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from tests import polling
 from tests.helm import CHART, helm_env, run_helm
 from tests.integration.conftest import kubectl_binary, run_kubectl
+
+if TYPE_CHECKING:
+    from tests.kube import AuditEvent, KubeHandle
 
 T = TypeVar("T")
 
@@ -37,8 +43,6 @@ WORKLOAD_NAMESPACE = "nemotron-e2e"
 EXAMPLE = Path(__file__).resolve().parent / "nano-stub.yaml"
 # What hack/kind-e2e.sh builds and loads; the simulated cluster runs any tag of the repository.
 KIND_OPERATOR_TAG = "e2e"
-# Nodes of the simulated cluster: the GPU node the example fits on.
-SIM_NODES = "NVIDIA-H200:8x1"
 
 
 @dataclass
@@ -48,8 +52,9 @@ class E2ECluster:
     env: dict[str, str]
     workdir: Path
     kind: bool
-    # What the simulated API server authorized, for the RBAC audit (None on kind).
-    audit: AuthorizationLog | None = None
+    # Every request kube-apiserver's audit log recorded, for the RBAC audit (None on kind,
+    # whose audit log this suite cannot read).
+    audit: Callable[[], list[AuditEvent]] | None = None
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
@@ -139,47 +144,6 @@ class E2ECluster:
             forward.wait(10)
 
 
-@dataclass(frozen=True)
-class Authorization:
-    """One authorization decision of the API server for a ServiceAccount's request."""
-
-    username: str
-    api_group: str
-    resource: str  # with its subresource: nemotrondeployments/status
-    verb: str
-    namespace: str
-    name: str
-    allowed: bool
-
-
-class AuthorizationLog:
-    """Wraps the simulated API server's RBAC authorizer and records every decision it makes for
-    a bearer-token user (kube-apiserver's audit log, reduced to what the RBAC audit needs)."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.decisions: list[Authorization] = []
-
-    def authorize(self, user: Any, attrs: Any) -> Any:
-        decision = self._inner.authorize(user, attrs)
-        if attrs.resource_request:
-            self.decisions.append(
-                Authorization(
-                    user.username,
-                    attrs.api_group,
-                    attrs.combined_resource,
-                    attrs.verb,
-                    attrs.namespace,
-                    attrs.name,
-                    bool(decision.allowed),
-                )
-            )
-        return decision
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -214,32 +178,15 @@ def get_json(url: str, timeout: float = 30.0) -> Any:
 
 
 @contextlib.contextmanager
-def e2e_cluster(workdir: Path) -> Iterator[E2ECluster]:
-    """The cluster KIND_E2E names, or a fresh simulated one (stopped afterwards)."""
+def e2e_cluster(workdir: Path, simulated: KubeHandle | None) -> Iterator[E2ECluster]:
+    """The cluster KIND_E2E names, or the session's simulated cluster on a real control plane."""
     base = {**os.environ, "KUBECACHEDIR": str(workdir / "kubecache")}
     if KIND:
         if not os.environ.get("KUBECONFIG"):
             raise RuntimeError("KIND_E2E=1 needs KUBECONFIG (hack/kind-e2e.sh sets both)")
         yield E2ECluster(env=helm_env(base, workdir), workdir=workdir, kind=True)
         return
-    from nemotron_sim.cluster import BackgroundCluster
-
-    options: dict[str, Any] = {
-        "nodes": SIM_NODES,
-        "kubeconfig": workdir / "kubeconfig",
-        "init_seconds": 0.01,
-        "probe_period": 0.05,
-        "system_nodes": 1,
-        "stop_grace_seconds": 5.0,
-    }
-    with BackgroundCluster(**options) as background:
-
-        def record(cluster: Any) -> AuthorizationLog:
-            gate = cluster.api.handler.gate
-            gate.authorizer = AuthorizationLog(gate.authorizer)
-            log: AuthorizationLog = gate.authorizer
-            return log
-
-        audit = background.call(record)
-        env = helm_env({**base, "KUBECONFIG": str(workdir / "kubeconfig")}, workdir)
-        yield E2ECluster(env=env, workdir=workdir, kind=False, audit=audit)
+    if simulated is None:
+        raise RuntimeError("the simulated cluster is missing")
+    env = helm_env({**base, "KUBECONFIG": str(simulated.kubeconfig)}, workdir)
+    yield E2ECluster(env=env, workdir=workdir, kind=False, audit=simulated.audit)

@@ -1,4 +1,5 @@
-"""The e2e tier: one cluster per session (simulated unless KIND_E2E=1), see tests/e2e/cluster.py."""
+"""The e2e tier: the session's simulated cluster on a real control plane (kind with KIND_E2E=1),
+see tests/e2e/cluster.py."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.cluster import E2ECluster, e2e_cluster
+from tests.e2e.cluster import KIND, E2ECluster, e2e_cluster
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -16,6 +17,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2ECluster]:
-    with e2e_cluster(tmp_path_factory.mktemp("e2e")) as handle:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[E2ECluster]:
+    simulated = None if KIND else request.getfixturevalue("kube_cluster")
+    with e2e_cluster(tmp_path_factory.mktemp("e2e"), simulated) as handle:
         yield handle

@@ -10,8 +10,9 @@ Grant = tuple[str, str, str]  # (API group, resource[/subresource], verb)
 
 # Grants the e2e flow (test_install_and_serve) does not exercise, and why the chart keeps each.
 _SSA_CREATE = (
-    "kube-apiserver authorizes a server-side apply that creates an object as create as well as "
-    "patch (the simulated server checks patch only)"
+    "a server-side apply that creates an object is authorized for create as well as patch "
+    "(kube-apiserver's patch handler checks create in-line; the audit log records the request "
+    "as patch only)"
 )
 _OBSOLETE_CHILD = (
     "a child that is no longer desired is deleted (a layout change drops headless workers or the "
@@ -35,8 +36,9 @@ UNUSED_GRANTS: dict[Grant, str] = {
         "the autoscaler, only with spec.autoscaling"
     ),
     ("serving.nemotron.io", "nemotrondeployments/finalizers", "update"): (
-        "blockOwnerDeletion under OwnerReferencesPermissionEnforcement (OpenShift, hardened "
-        "clusters), which the simulated server does not enforce"
+        "blockOwnerDeletion on the children, which the OwnerReferencesPermissionEnforcement "
+        "admission plugin (OpenShift, hardened clusters; enabled in the test control plane) "
+        "checks in-line when a child is written: never a request of its own in the audit log"
     ),
 }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
@@ -41,6 +42,16 @@ def storage_class() -> dict[str, Any]:
         "reclaimPolicy": "Delete",
         "volumeBindingMode": "Immediate",
     }
+
+
+async def create_storage_class(api: KubeApi) -> None:
+    """The default StorageClass, made before anything can create a claim: kube-apiserver's
+    DefaultStorageClass admission only sets the class of claims created after it exists."""
+    try:
+        await api.request("POST", KubeApi.path(STORAGE_CLASSES), body=storage_class())
+    except ApiStatusError as error:
+        if error.code != 409:
+            raise
 
 
 def volume_for(claim: dict[str, Any]) -> dict[str, Any] | None:
@@ -92,7 +103,6 @@ class Provisioner:
         self._provisioned: set[str] = set()
 
     def start(self) -> None:
-        self.mirror.create(STORAGE_CLASSES, storage_class())
         self.mirror.on_event([CLAIMS, VOLUMES], self._observe)
         for claim in self.mirror.scan(CLAIMS):
             self._provision(claim)

@@ -126,7 +126,9 @@ def kube_apiserver(plan: AddressPlan, layout: Layout, settings: Settings) -> lis
         f"--service-account-signing-key-file={layout.service_account_key}",
         f"--service-cluster-ip-range={plan.service_cidr}",
         "--authorization-mode=Node,RBAC",
-        "--enable-admission-plugins=NodeRestriction",
+        # On top of the default plugins: what kubeadm adds, and the check hardened clusters
+        # (OpenShift) make that setting blockOwnerDeletion needs update on the owner's finalizers.
+        "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
         "--allow-privileged=true",
         f"--audit-policy-file={layout.audit_policy}",
         f"--audit-log-path={layout.audit_log}",

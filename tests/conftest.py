@@ -42,7 +42,7 @@ def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeHandl
     tests that need one; each works in namespaces of its own."""
     if _NAMESPACE_ERROR:
         raise RuntimeError(_NAMESPACE_ERROR[0])
-    from tests.kube import start_cluster  # noqa: PLC0415 (only sessions that use a cluster)
+    from tests.kube import start_cluster  # only sessions that use a cluster import it
 
     with start_cluster(tmp_path_factory.mktemp("kube")) as handle:
         yield handle

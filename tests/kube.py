@@ -106,9 +106,7 @@ class KubeHandle:
         """Run ``fn(cluster)`` on the cluster's event loop."""
         return self.background.call(fn, timeout)
 
-    def run(
-        self, fn: Callable[[KubeCluster], Coroutine[Any, Any, T]], timeout: float = 60.0
-    ) -> T:
+    def run(self, fn: Callable[[KubeCluster], Coroutine[Any, Any, T]], timeout: float = 60.0) -> T:
         return self.background.run(fn, timeout)
 
     def audit(self) -> list[AuditEvent]:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark the SIMULATED cluster at the scale the operator's benchmarks need.
 
-Starts ``python -m nemotron_sim`` as its own process (so its CPU time is measured apart
-from this client), then over HTTP, as the operator would:
+Starts ``python -m nemotron_sim.homemade_cli`` (the home-made API server) as its own process (so its
+CPU time is measured apart from this client), then over HTTP, as the operator would:
 
 1. creates N NemotronDeployment custom resources (validated against the CRD on admission);
 2. creates N StatefulSets of one pod each (init container, ``vllm serve`` with a readiness probe,
@@ -76,7 +76,7 @@ class SimProcess:
     def __init__(self, nodes: str, workdir: Path) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
+            [sys.executable, "-m", "nemotron_sim.homemade_cli", "--nodes", nodes,
              "--kubeconfig", str(self.kubeconfig)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# The README's main job (`make demo`): run the operator on a SIMULATED GPU cluster on this
+# The README's main job (`make demo`): run the operator on a simulated GPU cluster on this
 # machine, apply one NemotronDeployment, and ask the model for a chat completion.
 #
-# Starts the simulated cluster (python -m nemotron_sim: API stand-in, a node for the operator and
-# GPU nodes, scheduler, Deployment and StatefulSet controllers, a kubelet that runs the operator's
-# image as a local process under its ServiceAccount and stand-in vLLM servers on loopback),
-# installs the operator with its Helm chart (helm install: the CRD, the Deployment, least-privilege
-# RBAC, enforced), applies an example with kubectl, watches `kubectl get nd` go from planning to
-# Ready (bounded), prints status.plan and the conditions, sends a chat completion to
-# status.endpoint, and stops everything it started. Nothing leaves this machine; no GPU,
-# container or real cluster is involved, and your own kubectl context and helm configuration are
-# never touched.
+# Starts the simulated cluster (python -m nemotron_sim): a REAL control plane — etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler, built from Kubernetes' Go modules by
+# hack/build-controlplane.sh on first use (8-9 minutes on 2 cores) — with SIMULATED GPU nodes
+# whose kubelets run the operator's image as a local process under its ServiceAccount and
+# stand-in vLLM servers. It installs the operator with its Helm chart (helm install: the CRD,
+# the Deployment, least-privilege RBAC that kube-apiserver enforces), applies an example with
+# kubectl, watches `kubectl get nd` go from planning to Ready (bounded), prints status.plan and
+# the conditions, sends a chat completion to status.endpoint, and stops everything it started.
+# Everything runs in a network namespace of the demo's own: nothing leaves this machine, no GPU
+# or container is involved, and your own kubectl context and helm configuration are never
+# touched.
 #
 # Environment: DEMO_EXAMPLE (default examples/nano-bf16.yaml), DEMO_NODES (simulated nodes,
 # default NVIDIA-H200:8x2,NVIDIA-B200:8x1), DEMO_LOAD_SECONDS (simulated model load, default 3),
@@ -18,7 +20,14 @@
 # until Ctrl-C, to explore it with kubectl).
 source "$(dirname "$0")/lib.sh"
 ensure_venv
+"$ROOT/hack/build-controlplane.sh"
 cd "$ROOT"
+# The rest runs inside a network namespace of its own, where the cluster's 10.x addresses are
+# local (python -m nemotron_sim.netns; the shell is re-run there).
+if [ "${NEMOTRON_SIM_NETNS:-}" != "1" ]; then
+  exec "$PY" -m nemotron_sim.netns -- bash "$0" "$@"
+fi
+DEMO_START=$SECONDS
 
 EXAMPLE="${DEMO_EXAMPLE:-examples/nano-bf16.yaml}"
 NODES="${DEMO_NODES:-NVIDIA-H200:8x2,NVIDIA-B200:8x1}"
@@ -35,7 +44,7 @@ cleanup() {
   if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
     kill -INT "$SIM_PID" 2>/dev/null || true
     # Bounded: the cluster stops its servers within a few seconds; then it is killed.
-    for _ in $(seq 1 50); do kill -0 "$SIM_PID" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 300); do kill -0 "$SIM_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$SIM_PID" 2>/dev/null || true
     wait "$SIM_PID" 2>/dev/null || true
   fi
@@ -57,18 +66,20 @@ print(meta.get("namespace", "default"), meta["name"])' "$EXAMPLE")
 
 cat <<EOF
 ================================================================================
- nemotron-operator demo -- SIMULATION
- A simulated Kubernetes cluster with simulated NVIDIA GPU nodes runs on loopback in
- this process tree. Pods run a stand-in vLLM (deterministic text, real vLLM metric
- names); no model, GPU, container or real cluster is involved.
+ nemotron-operator demo -- a REAL control plane, SIMULATED GPU nodes
+ Real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes'
+ own code), so RBAC, server-side apply, admission, scheduling and the StatefulSet
+ controller are Kubernetes'. Simulated: the NVIDIA GPU nodes, their kubelets (the
+ operator runs as a local process), and vLLM (a stand-in: deterministic text, real
+ vLLM metric names). No model, GPU or container is involved.
 ================================================================================
 EOF
 
-step "Start the SIMULATED cluster ($NODES)"
+step "Start the cluster: real control plane, SIMULATED nodes ($NODES)"
 "$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
   --load-seconds "$LOAD_SECONDS" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
-for _ in $(seq 1 300); do  # up to 30 s
+for _ in $(seq 1 1200); do  # up to 120 s
   grep -q "SIMULATED cluster ready" "$WORK/sim.log" 2>/dev/null && break
   kill -0 "$SIM_PID" 2>/dev/null || { cat "$WORK/sim.log" >&2; exit 1; }
   sleep 0.1
@@ -194,7 +205,7 @@ for line in metrics.splitlines():
 EOF
 
 step "Throughput in status and the plan checked against what vLLM allocated"
-# The operator's /metrics through the chart's metrics Service (its ClusterIP is on loopback here).
+# The operator's /metrics through the chart's metrics Service (its ClusterIP, via the proxy).
 METRICS_SERVICE="$(kubectl get service "$RELEASE-metrics" -n "$OPERATOR_NAMESPACE" \
   -o jsonpath='{.spec.clusterIP}:{.spec.ports[0].port}')"
 METRICS_URL="http://$METRICS_SERVICE/metrics"
@@ -272,7 +283,8 @@ for line in text.splitlines():
 EOF
 
 if [ "${DEMO_KEEP:-0}" = "1" ]; then
-  step "The SIMULATED cluster keeps running: export KUBECONFIG=$KUBECONFIG; Ctrl-C stops it"
+  step "The cluster keeps running; in another terminal: SIM_KUBECONFIG=$KUBECONFIG hack/sim-exec.sh"
+  echo "(the demo's directory is removed when it stops; Ctrl-C stops it)"
   wait "$SIM_PID" || true
 fi
-step "Done: stopping the SIMULATED cluster (and the operator running in it)"
+step "Done in $((SECONDS - DEMO_START)) s: stopping the cluster (and the operator running in it)"

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Run a SIMULATED GPU cluster on loopback until Ctrl-C, for kubectl, `kopf run` or the operator:
-#   hack/sim-cluster.sh [--nodes NVIDIA-H200:8x2,NVIDIA-B200:8x1] [--load-seconds 5] ...
-# The kubeconfig goes to $SIM_KUBECONFIG (default .cache/sim/kubeconfig); then
-#   export KUBECONFIG=.cache/sim/kubeconfig KUBECACHEDIR=.cache/sim/kubecache
-# All arguments go to `python -m nemotron_sim` (see --help), e.g. `--system-nodes 1` (a node
-# the operator's own pod can be scheduled on) and `--image REPO=PROGRAM` (containers of that
-# image run as local processes; the operator's image is mapped by default).
+# Run the simulated GPU cluster on a REAL control plane until Ctrl-C, for kubectl, helm or the
+# operator:
+#   hack/sim-cluster.sh [--nodes NVIDIA-H200:8x2,NVIDIA-B200:8x1] [--system-nodes 1] \
+#                       [--load-seconds 5] ...
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler are real (built from
+# Kubernetes' Go modules by hack/build-controlplane.sh on first use: 8-9 minutes on 2 cores);
+# the GPU nodes, their kubelets, containers and vLLM are simulated. The cluster lives in a
+# network namespace of its own: its addresses (10.x) are reachable only from inside, so run
+# your commands there with
+#   hack/sim-exec.sh kubectl get nodes     # one command (KUBECONFIG set)
+#   hack/sim-exec.sh                       # a shell inside the cluster's namespace
+# The kubeconfig goes to $SIM_KUBECONFIG (default .cache/sim/kubeconfig), the cluster's PID
+# beside it (kubeconfig.pid). All arguments go to `python -m nemotron_sim` (see --help), e.g.
+# `--image REPO=PROGRAM` (containers of that image run as local processes; the operator's image
+# is mapped by default).
 source "$(dirname "$0")/lib.sh"
 ensure_venv
+"$ROOT/hack/build-controlplane.sh"
 cd "$ROOT"
 KUBECONFIG_PATH="${SIM_KUBECONFIG:-$ROOT/.cache/sim/kubeconfig}"
 mkdir -p "$(dirname "$KUBECONFIG_PATH")"

@@ -90,7 +90,7 @@ class SimCluster(Child):
     def __init__(self, nodes: str, workdir: Path, env: dict[str, str]) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         super().__init__(
-            [sys.executable, "-m", "nemotron_sim", "--nodes", nodes, "--no-events",
+            [sys.executable, "-m", "nemotron_sim.homemade_cli", "--nodes", nodes, "--no-events",
              "--kubeconfig", str(self.kubeconfig)],
             env, "simulated cluster",
         )  # fmt: skip

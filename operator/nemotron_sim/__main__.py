@@ -1,8 +1,12 @@
-"""``python -m nemotron_sim``: run a SIMULATED GPU cluster on loopback until stopped.
+"""``python -m nemotron_sim``: run the simulated GPU cluster on a real control plane until stopped.
 
-Starts the API stand-in on a free loopback port with simulated GPU nodes, a scheduler, a
-StatefulSet controller, a kubelet that runs stand-in vLLM servers, and Service proxies; writes a
-kubeconfig for kubectl, ``kopf run`` and the Kubernetes client. Stops on SIGINT or SIGTERM.
+Real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (``hack/build-controlplane.sh``
+builds them). Simulated: GPU nodes, their kubelets (containers as local processes, ``vllm serve``
+as a stand-in vLLM), the service proxy, the volume provisioner. Everything runs in a network
+namespace of its own (entered here unless already inside one), so nothing it serves is
+reachable from outside; ``python -m nemotron_sim.netns --join PID -- COMMAND`` runs a command
+inside it (``hack/sim-exec.sh``). Writes the admin kubeconfig and, beside it, ``<kubeconfig>.pid``
+(this process). Stops on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -11,15 +15,17 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from nemotron_sim.cluster import SimCluster
+from nemotron_sim import netns
 from nemotron_sim.controllers.images import parse_mapping
 from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
 from nemotron_sim.controllers.nodes import NodeSpecError, parse_node_spec
+from nemotron_sim.controlplane.binaries import MissingBinariesError, bin_dir
 
 READY_LINE = "SIMULATED cluster ready"
 
@@ -27,64 +33,48 @@ READY_LINE = "SIMULATED cluster ready"
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m nemotron_sim",
-        description="Run a SIMULATED Kubernetes cluster with GPU nodes on loopback (no real "
-        "API server, kubelet, container or GPU) until SIGINT/SIGTERM.",
+        description="Run a simulated GPU cluster on a real Kubernetes control plane (etcd, "
+        "kube-apiserver, kube-controller-manager, kube-scheduler) in a network namespace of "
+        "its own, until SIGINT/SIGTERM. Nodes, kubelets, containers and vLLM are simulated.",
     )
     parser.add_argument(
-        "--nodes",
-        default=DEFAULT_NODES,
-        help="GPU nodes as PRODUCT:GPUSxNODES[,...] (default: %(default)s)",
-    )
+        "--nodes", default=DEFAULT_NODES, help="GPU nodes as PRODUCT:GPUSxNODES[,...] "
+        "(default: %(default)s)",
+    )  # fmt: skip
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write it")
-    parser.add_argument("--host", default="127.0.0.1", help="loopback address of the API")
-    parser.add_argument("--port", type=int, default=0, help="API port (default: a free one)")
     parser.add_argument(
-        "--load-seconds",
-        type=float,
-        default=0.0,
+        "--system-nodes", type=int, default=0,
+        help="add this many GPU-less, untainted nodes (where the operator's own pod can run)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--load-seconds", type=float, default=0.0,
         help="simulated model load time of each stand-in vLLM before /health is 200",
-    )
+    )  # fmt: skip
     parser.add_argument(
         "--init-seconds", type=float, default=0.05, help="how long each init container runs"
     )
     parser.add_argument(
-        "--image",
-        action="append",
-        default=[],
-        metavar="REPO=PROGRAM",
+        "--image", action="append", default=[], metavar="REPO=PROGRAM",
         help="run containers of this image repository (any tag or digest) as a real process: "
         "PROGRAM (split like a shell) stands for the image's entrypoint, the container's args "
         "follow; repeatable. Built in: ghcr.io/nemotron-operator/nemotron-operator runs "
         "'python -m nemotron_operator.cli'",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--command",
-        action="append",
-        default=[],
-        metavar="NAME=PROGRAM",
+        "--command", action="append", default=[], metavar="NAME=PROGRAM",
         help="what a mapped container's `command: [NAME, ...]` runs (built in: python, python3, "
         "nemotron-operator); repeatable",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--system-nodes",
-        type=int,
-        default=0,
-        help="add this many GPU-less, untainted nodes (where the operator's own pod can run)",
-    )
-    parser.add_argument(
-        "--crash-backoff-seconds",
-        type=float,
-        default=10.0,
+        "--crash-backoff-seconds", type=float, default=10.0,
         help="first restart back-off of a crashing container (kubelet: 10 s, doubling to 5 min)",
-    )
+    )  # fmt: skip
     parser.add_argument(
-        "--probe-time-scale",
-        type=float,
-        default=1.0,
+        "--probe-time-scale", type=float, default=1.0,
         help="multiply the probe periods and delays of process containers by this",
-    )
-    parser.add_argument("--no-events", action="store_true", help="do not write Events")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log the controllers")
+    )  # fmt: skip
+    parser.add_argument("--no-events", action="store_true", help="the kubelets write no Events")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log the simulated parts")
     return parser
 
 
@@ -94,39 +84,48 @@ def _say(text: str) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    from nemotron_sim.kubecluster import KubeCluster  # noqa: PLC0415 (after the namespace)
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with SimCluster(
+    async with KubeCluster(
         args.nodes,
-        host=args.host,
-        port=args.port,
-        kubeconfig=args.kubeconfig,
+        system_nodes=args.system_nodes,
+        kubeconfig_path=args.kubeconfig,
         load_seconds=args.load_seconds,
         init_seconds=args.init_seconds,
         record_events=not args.no_events,
         images=dict(parse_mapping(text, "--image") for text in args.image),
         commands=dict(parse_mapping(text, "--command") for text in args.command),
-        system_nodes=args.system_nodes,
         crash_backoff_seconds=args.crash_backoff_seconds,
         crash_backoff_cap_seconds=max(300.0, args.crash_backoff_seconds),
         probe_time_scale=args.probe_time_scale,
     ) as cluster:
+        pid_file = args.kubeconfig.with_name(args.kubeconfig.name + ".pid")
+        pid_file.write_text(f"{os.getpid()}\n")
+        plane = cluster.control_plane
         groups = ", ".join(
             f"{g.nodes} node(s) with {g.gpus_per_node}x {g.product}"
             for g in parse_node_spec(args.nodes)
         )
-        _say("SIMULATED Kubernetes cluster (nemotron-operator sim): no real API server,")
-        _say("kubelet, container runtime or GPU; pods run stand-in vLLM servers on loopback,")
-        _say("and containers of mapped images (--image) run as local processes.")
-        _say(f"  API server: {cluster.url}")
-        if cluster.api.secure_url:  # what the kubeconfig uses: kubectl sends tokens over TLS only
-            _say(f"  API (TLS):  {cluster.api.secure_url}")
-        _say(f"  kubeconfig: {cluster.kubeconfig}  (export KUBECONFIG={cluster.kubeconfig})")
-        _say(f"  nodes:      {groups}")
+        _say("SIMULATED GPU cluster on a REAL control plane (nemotron-operator sim):")
+        _say("  real:      etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+        _say("  simulated: GPU nodes, kubelets (containers as local processes), vLLM, kube-proxy")
+        _say(f"  API server: {plane.api_url}  (inside this cluster's network namespace)")
+        _say(f"  kubeconfig: {cluster.kubeconfig}")
+        _say(f"  nodes:      {groups}" + (f" + {args.system_nodes} system node(s)"
+                                           if args.system_nodes else ""))  # fmt: skip
+        _say(f"  started in {cluster.started_seconds:.1f} s (control plane "
+             f"{plane.started_seconds:.1f} s); audit log: {plane.audit_log}")  # fmt: skip
+        _say(f"  commands inside: python -m nemotron_sim.netns --join {os.getpid()} -- kubectl "
+             "get nodes   (hack/sim-exec.sh)")  # fmt: skip
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            pid_file.unlink(missing_ok=True)
     _say("SIMULATED cluster stopped.")
 
 
@@ -139,11 +138,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             parse_mapping(text, "--image")
         for text in args.command:
             parse_mapping(text, "--command")
-    except (NodeSpecError, ValueError) as error:
+        bin_dir()
+    except (NodeSpecError, ValueError, MissingBinariesError) as error:
         sys.stderr.write(f"python -m nemotron_sim: {error}\n")
         return 2
+    try:
+        netns.enter()  # before any thread: everything started from here on is inside
+    except (netns.NamespaceError, OSError) as error:
+        sys.stderr.write(f"python -m nemotron_sim: {error}\n")
+        return 3
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
+        level=logging.INFO if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     with contextlib.suppress(KeyboardInterrupt):

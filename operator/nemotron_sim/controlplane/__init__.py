@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import secrets
 import shutil
 import socket
 import ssl
@@ -35,7 +36,8 @@ from nemotron_sim.controlplane.processes import (
 
 __all__ = ["ControlPlane", "ControlPlaneError"]
 log = logging.getLogger("nemotron_sim.controlplane")
-_START_TIMEOUT = 120.0  # kube-apiserver took 31-35 s on contended CI runners upstream
+_START_TIMEOUT = 120.0
+ADMIN_USER = "nemotron-sim-admin"  # in system:masters: the cluster's administrator  # kube-apiserver took 31-35 s on contended CI runners upstream
 
 
 def _free_plan() -> AddressPlan:
@@ -186,7 +188,7 @@ class ControlPlane:
         front_proxy = Authority(layout.front_proxy_pki, now)
         front_proxy.issue("front-proxy-client", "front-proxy-client", client=True)
         self.admin = authority.issue(
-            "admin", "nemotron-sim-admin", organizations=("system:masters",), client=True
+            "admin", ADMIN_USER, organizations=("system:masters",), client=True
         )
         ca = self.ca_pem
         for user, common_name in (
@@ -198,9 +200,11 @@ class ControlPlane:
                 layout.kubeconfig(user),
                 kubeconfig(plan.api_url, ca, user=user, cert=pair.cert, key=pair.key),
             )
+        token = secrets.token_urlsafe(32)
+        layout.static_tokens.write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+        layout.static_tokens.chmod(0o600)
         write_kubeconfig(
-            self.admin_kubeconfig,
-            kubeconfig(plan.api_url, ca, user="admin", cert=self.admin.cert, key=self.admin.key),
+            self.admin_kubeconfig, kubeconfig(plan.api_url, ca, user="admin", token=token)
         )
         layout.audit_policy.write_text(flags.AUDIT_POLICY)
         layout.audit_log.parent.mkdir(parents=True, exist_ok=True)

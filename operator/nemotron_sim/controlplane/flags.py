@@ -61,6 +61,10 @@ class Layout:
         return self.pki / "service-account.pub"
 
     @property
+    def static_tokens(self) -> Path:
+        return self.pki / "static-tokens.csv"
+
+    @property
     def etcd_data(self) -> Path:
         return self.root / "etcd"
 
@@ -121,6 +125,9 @@ def kube_apiserver(plan: AddressPlan, layout: Layout, settings: Settings) -> lis
         f"--tls-cert-file={layout.cert('apiserver')}",
         f"--tls-private-key-file={layout.key('apiserver')}",
         f"--client-ca-file={layout.cert('ca')}",
+        # The admin's kubeconfig carries a bearer token, not a client certificate: kubectl's
+        # --token then replaces it (a certificate would be presented as well and win).
+        f"--token-auth-file={layout.static_tokens}",
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         f"--service-account-key-file={layout.service_account_public_key}",
         f"--service-account-signing-key-file={layout.service_account_key}",

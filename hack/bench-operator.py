@@ -2,7 +2,8 @@
 """Benchmark the operator against the SIMULATED cluster: how fast and how quietly it converges.
 
 Starts ``python -m nemotron_sim.homemade_cli`` (the home-made API server; its own process, enough
-8x H200 nodes) and the operator (a real process: ``--operator-cmd``), then measures and prints a table, and writes JSON:
+8x H200 nodes) and the operator (a real process: ``--operator-cmd``), then measures and prints a
+table, and writes JSON:
 
 1. convergence: N NemotronDeployments (the Nano example, 1 GPU each) created at once across 20
    namespaces — time from each create to its children applied with ``status.plan`` written, and

@@ -59,7 +59,7 @@ check() {  # check DIR: every binary there, at the pinned versions
 
 crds() {  # copy the third-party CRDs out of their modules (pinned by crds/go.mod and go.sum)
   local entry module file dir
-  [ "$(ls "$CRDS" 2>/dev/null | wc -l)" = "${#CRD_FILES[@]}" ] && return 0
+  [ "$(find "$CRDS" -name "*.yaml" 2>/dev/null | wc -l)" = "${#CRD_FILES[@]}" ] && return 0
   mkdir -p "$CRDS"
   for entry in "${CRD_FILES[@]}"; do
     read -r module file <<<"$entry"

@@ -1,9 +1,10 @@
 """``python -m nemotron_sim.homemade_cli``: the simulated cluster on the HOME-MADE API server.
 
 The benchmarks still measure against it until they move to the real control plane
-(``python -m nemotron_sim``); it is retired with the home-made API server. Starts the API stand-in on a free loopback port with simulated GPU nodes, a scheduler, a
-StatefulSet controller, a kubelet that runs stand-in vLLM servers, and Service proxies; writes a
-kubeconfig for kubectl, ``kopf run`` and the Kubernetes client. Stops on SIGINT or SIGTERM.
+(``python -m nemotron_sim``); it is retired with the home-made API server. Starts the API
+stand-in on a free loopback port with simulated GPU nodes, a scheduler, a StatefulSet
+controller, a kubelet that runs stand-in vLLM servers, and Service proxies; writes a kubeconfig
+for kubectl, ``kopf run`` and the Kubernetes client. Stops on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations

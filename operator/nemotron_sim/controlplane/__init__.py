@@ -36,8 +36,8 @@ from nemotron_sim.controlplane.processes import (
 
 __all__ = ["ControlPlane", "ControlPlaneError"]
 log = logging.getLogger("nemotron_sim.controlplane")
-_START_TIMEOUT = 120.0
-ADMIN_USER = "nemotron-sim-admin"  # in system:masters: the cluster's administrator  # kube-apiserver took 31-35 s on contended CI runners upstream
+_START_TIMEOUT = 120.0  # kube-apiserver took 31-35 s on contended CI runners upstream
+ADMIN_USER = "nemotron-sim-admin"  # in system:masters: the cluster's administrator
 
 
 def _free_plan() -> AddressPlan:

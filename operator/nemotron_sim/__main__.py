@@ -117,8 +117,9 @@ async def serve(args: argparse.Namespace) -> None:
         _say(f"  kubeconfig: {cluster.kubeconfig}")
         _say(f"  nodes:      {groups}" + (f" + {args.system_nodes} system node(s)"
                                            if args.system_nodes else ""))  # fmt: skip
-        _say(f"  started in {cluster.started_seconds:.1f} s (control plane "
-             f"{plane.started_seconds:.1f} s); audit log: {plane.audit_log}")  # fmt: skip
+        steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in cluster.timings.items())
+        _say(f"  started in {cluster.started_seconds:.1f} s: {steps}")
+        _say(f"  audit log:  {plane.audit_log}")
         _say(f"  commands inside: python -m nemotron_sim.netns --join {os.getpid()} -- kubectl "
              "get nodes   (hack/sim-exec.sh)")  # fmt: skip
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")

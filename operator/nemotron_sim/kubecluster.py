@@ -116,6 +116,7 @@ class KubeCluster:
         self.kubelet_api: KubeletApi | None = None
         self.proxies: ServiceProxies | None = None
         self.started_seconds = 0.0
+        self.timings: dict[str, float] = {}  # seconds each start-up step took
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -135,22 +136,32 @@ class KubeCluster:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        began = loop.time()
+        began = mark = loop.time()
+
+        def lap(step: str) -> None:
+            nonlocal mark
+            self.timings[step] = loop.time() - mark
+            mark = loop.time()
+
         plane = self.control_plane
         await plane.start()
+        lap("control plane")
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.kubeconfig.write_bytes(plane.admin_kubeconfig.read_bytes())
         self.kubeconfig.chmod(0o600)
         self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
         await install_crds(self.api, crd_dir())
         await create_storage_class(self.api)
+        lap("third-party CRDs established, StorageClass")
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
+        lap("watch caches synced")
         node_objects = self._node_objects()
         self.nodes = NodeAgent(
             self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
         )
         await self.nodes.register()
+        lap("nodes registered with pod CIDRs")
         node_ips = {
             n["metadata"]["name"]: n["status"]["addresses"][0]["address"] for n in node_objects
         }
@@ -159,6 +170,7 @@ class KubeCluster:
         self.proxies.start()
         Provisioner(self.mirror).start()
         self.nodes.start()
+        lap("kubelets, kubelet API, service proxy, provisioner")
         self.started_seconds = loop.time() - began
 
     async def stop(self) -> None:

@@ -1,14 +1,12 @@
-"""The simulated cluster over HTTP, as kubectl and the operator see it, and its entry points."""
+"""The home-made cluster over HTTP, as kubectl and the operator see it. (The entry points,
+``python -m nemotron_sim`` and the demo, run on the real control plane:
+tests/integration/controlplane/test_cli.py.)"""
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ import yaml
 
 from nemotron_sim.controllers.kinds import PODS
 from tests.integration.cluster.manifests import vllm_statefulset
-from tests.integration.conftest import SimClusterHandle, kubectl_binary
+from tests.integration.conftest import SimClusterHandle
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -110,101 +108,6 @@ def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
         answer: dict[str, Any] = json.load(response)
     return answer
-
-
-def test_the_command_serves_until_sigterm(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "nemotron_sim",
-            "--nodes",
-            "NVIDIA-B200:8x1",
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        lines = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            lines.append(line)
-            if "SIMULATED cluster ready" in line or not line:
-                break
-        assert any("SIMULATED cluster ready" in line for line in lines), lines
-        assert any("API server: http://127.0.0.1:" in line for line in lines)
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "KUBECACHEDIR": str(tmp_path / "c")}
-        names = subprocess.run(
-            [kubectl_binary(), "get", "nodes", "-o", "name"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=30,
-            check=True,
-        ).stdout
-        assert names.split() == ["node/sim-b200-0"]
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
-
-
-def test_the_command_refuses_an_unknown_gpu(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nemotron_sim",
-            "--nodes",
-            "NVIDIA-X999:8x1",
-            "--kubeconfig",
-            str(tmp_path / "kubeconfig"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert "unknown GPU product 'NVIDIA-X999'" in result.stderr
-
-
-@pytest.mark.slow
-def test_the_demo_runs_end_to_end() -> None:
-    env = {**os.environ, "DEMO_LOAD_SECONDS": "0.5", "DEMO_TIMEOUT": "60"}
-    result = subprocess.run(
-        [str(ROOT / "hack" / "demo.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
-    assert "SIMULATION" in out
-    # The user's path: the chart installs the operator, which runs as a pod of the cluster.
-    assert "$ helm install nemotron-operator charts/nemotron-operator" in out
-    assert "STATUS: deployed" in out
-    assert re.search(r"pod/nemotron-operator-\S+ +1/1 +Running .* sim-system-0", out), out
-    assert "nemotrondeployment.serving.nemotron.io/nano created" in out
-    assert "plan: 1x NVIDIA-B200 per replica" in out
-    assert "1/1   Ready" in out
-    assert "Ready              True     AllReplicasReady" in out
-    assert "status.endpoint = http://nano.ai.svc:8000/v1" in out
-    assert "content:" in out
-    assert 'vllm:generation_tokens_total{engine="0",model_name="nano"} 40.0' in out
-    assert "Done: stopping the SIMULATED cluster (and the operator running in it)" in out
 
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import ipaddress
 import json
 import ssl
+import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,6 +203,15 @@ def test_kubectl_logs_of_a_process_pod_through_the_kubelet_api(
         return bool(statuses) and statuses[0].get("restartCount", 0) >= 1
 
     kube_cluster.wait_until(restarted, seconds=60, what="the container to exit and restart")
+
+    def backing_off() -> dict[str, Any]:
+        pod = kube_cluster.kubectl_json("get", "pod", "logger", "-n", ns)
+        waiting: dict[str, Any] = pod["status"]["containerStatuses"][0]["state"].get("waiting", {})
+        return waiting if waiting.get("reason") == "CrashLoopBackOff" else {}
+
+    waiting = kube_cluster.wait_until(backing_off, seconds=60, what="CrashLoopBackOff")
+    assert waiting["message"].startswith("back-off ")
+    assert "restarting failed container=main pod=logger_" in waiting["message"]
     previous = kube_cluster.kubectl("logs", "logger", "-n", ns, "--previous").stdout
     assert previous == "run logger\n"
     pod = kube_cluster.kubectl_json("get", "pod", "logger", "-n", ns)
@@ -301,3 +312,66 @@ def test_the_cluster_uses_private_addresses_as_a_real_one_does(kube_cluster: Kub
         cidr = ipaddress.ip_network(node["spec"]["podCIDR"])
         assert cidr.prefixlen == 24
         assert cidr.subnet_of(ipaddress.ip_network(cluster_cidr))
+
+
+TERMINATING = """
+apiVersion: v1
+kind: Pod
+metadata: {name: %(name)s, namespace: %(ns)s}
+spec:
+  terminationGracePeriodSeconds: %(grace)d
+  containers:
+  - name: main
+    image: %(image)s
+    env: [{name: MARKER, value: "%(marker)s"}]
+    command:
+    - python
+    - -c
+    - |
+      import os, signal, sys, time
+      def stop(*_):
+          open(os.environ["MARKER"], "w").write("SIGTERM")
+          sys.exit(0)
+      signal.signal(signal.SIGTERM, stop if %(handles)s else signal.SIG_IGN)
+      print("started", flush=True)
+      time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(
+    ("handles", "grace"), [(True, 30), (False, 2)], ids=["exits-on-sigterm", "killed-after-grace"]
+)
+def test_a_deleted_pod_is_stopped_gracefully_then_removed(
+    kube_cluster: KubeHandle, kube_namespace: str, tmp_path: Path, handles: bool, grace: int
+) -> None:
+    """kube-apiserver only marks a pod bound to a node; the kubelet sends SIGTERM, SIGKILL after
+    the grace period, and then deletes it for good."""
+    ns, marker = kube_namespace, tmp_path / "marker"
+    values = {"name": "stopper", "ns": ns, "image": OPERATOR_IMAGE, "marker": marker,
+              "handles": handles, "grace": grace}  # fmt: skip
+    kube_cluster.kubectl("apply", "-f", "-", input=TERMINATING % values)
+    kube_cluster.wait_until(
+        lambda: (
+            kube_cluster.kubectl("logs", "stopper", "-n", ns, check=False).stdout == "started\n"
+        ),
+        what="the process to start",
+    )
+    began = time.monotonic()
+    kube_cluster.kubectl("delete", "pod", "stopper", "-n", ns, "--wait=false")
+    if not handles:  # (a pod that exits on SIGTERM may be gone already)
+        marked = kube_cluster.kubectl_json("get", "pod", "stopper", "-n", ns)
+        assert marked["metadata"]["deletionGracePeriodSeconds"] == grace
+        assert marked["metadata"]["deletionTimestamp"]
+    kube_cluster.wait_until(
+        lambda: "NotFound" in kube_cluster.kubectl("get", "pod", "stopper", "-n", ns,
+                                                   check=False).stderr,
+        seconds=grace + 20,
+        what="the kubelet to delete the pod",
+    )  # fmt: skip
+    took = time.monotonic() - began
+    if handles:
+        assert marker.read_text() == "SIGTERM"
+        assert took < grace / 2  # removed when the process exited, not when the grace ran out
+    else:
+        assert not marker.exists()
+        assert took >= grace - 0.5  # SIGTERM ignored: SIGKILL once the grace period was over

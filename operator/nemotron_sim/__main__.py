@@ -19,11 +19,9 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from nemotron_sim import netns
-from nemotron_sim.controllers.images import parse_mapping
-from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
+from nemotron_sim.cli_options import add_cluster_options, check_cluster_options, pod_options
 from nemotron_sim.controllers.nodes import NodeSpecError, parse_node_spec
 from nemotron_sim.controlplane.binaries import MissingBinariesError, bin_dir
 
@@ -37,44 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "kube-apiserver, kube-controller-manager, kube-scheduler) in a network namespace of "
         "its own, until SIGINT/SIGTERM. Nodes, kubelets, containers and vLLM are simulated.",
     )
-    parser.add_argument(
-        "--nodes", default=DEFAULT_NODES, help="GPU nodes as PRODUCT:GPUSxNODES[,...] "
-        "(default: %(default)s)",
-    )  # fmt: skip
-    parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write it")
-    parser.add_argument(
-        "--system-nodes", type=int, default=0,
-        help="add this many GPU-less, untainted nodes (where the operator's own pod can run)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--load-seconds", type=float, default=0.0,
-        help="simulated model load time of each stand-in vLLM before /health is 200",
-    )  # fmt: skip
-    parser.add_argument(
-        "--init-seconds", type=float, default=0.05, help="how long each init container runs"
-    )
-    parser.add_argument(
-        "--image", action="append", default=[], metavar="REPO=PROGRAM",
-        help="run containers of this image repository (any tag or digest) as a real process: "
-        "PROGRAM (split like a shell) stands for the image's entrypoint, the container's args "
-        "follow; repeatable. Built in: ghcr.io/nemotron-operator/nemotron-operator runs "
-        "'python -m nemotron_operator.cli'",
-    )  # fmt: skip
-    parser.add_argument(
-        "--command", action="append", default=[], metavar="NAME=PROGRAM",
-        help="what a mapped container's `command: [NAME, ...]` runs (built in: python, python3, "
-        "nemotron-operator); repeatable",
-    )  # fmt: skip
-    parser.add_argument(
-        "--crash-backoff-seconds", type=float, default=10.0,
-        help="first restart back-off of a crashing container (kubelet: 10 s, doubling to 5 min)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--probe-time-scale", type=float, default=1.0,
-        help="multiply the probe periods and delays of process containers by this",
-    )  # fmt: skip
-    parser.add_argument("--no-events", action="store_true", help="the kubelets write no Events")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log the simulated parts")
+    add_cluster_options(parser)
     return parser
 
 
@@ -91,17 +52,7 @@ async def serve(args: argparse.Namespace) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with KubeCluster(
-        args.nodes,
-        system_nodes=args.system_nodes,
-        kubeconfig_path=args.kubeconfig,
-        load_seconds=args.load_seconds,
-        init_seconds=args.init_seconds,
-        record_events=not args.no_events,
-        images=dict(parse_mapping(text, "--image") for text in args.image),
-        commands=dict(parse_mapping(text, "--command") for text in args.command),
-        crash_backoff_seconds=args.crash_backoff_seconds,
-        crash_backoff_cap_seconds=max(300.0, args.crash_backoff_seconds),
-        probe_time_scale=args.probe_time_scale,
+        args.nodes, kubeconfig_path=args.kubeconfig, **pod_options(args)
     ) as cluster:
         pid_file = args.kubeconfig.with_name(args.kubeconfig.name + ".pid")
         pid_file.write_text(f"{os.getpid()}\n")
@@ -133,12 +84,7 @@ async def serve(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        for group in parse_node_spec(args.nodes):
-            gpu_facts(group.product)
-        for text in args.image:
-            parse_mapping(text, "--image")
-        for text in args.command:
-            parse_mapping(text, "--command")
+        check_cluster_options(args)
         bin_dir()
     except (NodeSpecError, ValueError, MissingBinariesError) as error:
         sys.stderr.write(f"python -m nemotron_sim: {error}\n")

@@ -29,18 +29,18 @@ class AddressPool(Protocol):
     def release(self, address: str) -> None: ...
 
 
-class CidrPool:
-    """The addresses of one node's pod CIDR (``spec.podCIDR``, a /24 from
-    kube-controller-manager): ``.2`` to the last but one, handed out in order and reused late,
-    as a CNI's host-local IPAM does."""
+class _Pool:
+    """Addresses handed out in order and reused late after release (so a just-closed socket has
+    time to go), as a CNI's host-local IPAM does; subclasses say which addresses."""
 
-    def __init__(self, cidr: str) -> None:
-        network = ipaddress.ip_network(cidr)
-        self.cidr = cidr
-        self._addresses = [str(a) for a in list(network.hosts())[1:]]
+    def __init__(self, size: int, describe: str) -> None:
+        self._size, self._describe = size, describe
         self._next = 0
         self._free: list[str] = []
         self._in_use: set[str] = set()
+
+    def _address(self, index: int) -> str:
+        raise NotImplementedError
 
     def allocate(self) -> str:
         while self._free:
@@ -48,9 +48,9 @@ class CidrPool:
             if address not in self._in_use:
                 self._in_use.add(address)
                 return address
-        if self._next >= len(self._addresses):
-            raise PoolExhaustedError(f"no free pod address left in {self.cidr}")
-        address = self._addresses[self._next]
+        if self._next >= self._size:
+            raise PoolExhaustedError(f"no free address left in {self._describe}")
+        address = self._address(self._next)
         self._next += 1
         self._in_use.add(address)
         return address
@@ -60,18 +60,30 @@ class CidrPool:
             self._in_use.discard(address)
             self._free.insert(0, address)
 
+    def in_use(self) -> int:
+        return len(self._in_use)
 
-class LoopbackPool:
-    """Addresses 127.<octet>.x.y, y in 1..254, handed out in order and reused after release."""
+
+class CidrPool(_Pool):
+    """The addresses of one node's pod CIDR (``spec.podCIDR``, a /24 from
+    kube-controller-manager): ``.2`` to the last but one."""
+
+    def __init__(self, cidr: str) -> None:
+        self._hosts = [str(a) for a in list(ipaddress.ip_network(cidr).hosts())[1:]]
+        super().__init__(len(self._hosts), cidr)
+
+    def _address(self, index: int) -> str:
+        return self._hosts[index]
+
+
+class LoopbackPool(_Pool):
+    """Addresses 127.<octet>.x.y, y in 1..254."""
 
     def __init__(self, octet: int) -> None:
         if not 0 < octet < 256:
             raise ValueError(f"second octet out of range: {octet}")
         self.octet = octet
-        self._next = 0
-        self._free: list[str] = []
-        self._in_use: set[str] = set()
-        self._size = 256 * 254
+        super().__init__(256 * 254, f"127.{octet}.0.0/16")
 
     @classmethod
     def random(cls, octets: range) -> LoopbackPool:
@@ -79,27 +91,6 @@ class LoopbackPool:
 
     def _address(self, index: int) -> str:
         return f"127.{self.octet}.{index // 254}.{index % 254 + 1}"
-
-    def allocate(self) -> str:
-        while self._free:
-            address = self._free.pop()
-            if address not in self._in_use:
-                self._in_use.add(address)
-                return address
-        if self._next >= self._size:
-            raise PoolExhaustedError(f"no free address left in 127.{self.octet}.0.0/16")
-        address = self._address(self._next)
-        self._next += 1
-        self._in_use.add(address)
-        return address
-
-    def release(self, address: str) -> None:
-        if address in self._in_use:
-            self._in_use.discard(address)
-            self._free.insert(0, address)  # reuse late, so a just-closed socket has time to go
-
-    def in_use(self) -> int:
-        return len(self._in_use)
 
 
 def can_bind(address: str, port: int) -> bool:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemotron_sim.controllers.ipam import POD_OCTETS, LoopbackPool, PoolExhaustedError
+from nemotron_sim.controllers.ipam import POD_OCTETS, CidrPool, LoopbackPool, PoolExhaustedError
 
 
 def test_addresses_are_loopback_unique_and_reused_after_release() -> None:
@@ -27,4 +27,16 @@ def test_exhaustion_is_an_error() -> None:
     pool.allocate()
     pool.allocate()
     with pytest.raises(PoolExhaustedError):
+        pool.allocate()
+
+
+def test_a_node_pool_hands_out_its_pod_cidr_from_dot_two() -> None:
+    pool = CidrPool("10.244.3.0/24")
+    assert (pool.allocate(), pool.allocate()) == ("10.244.3.2", "10.244.3.3")
+    pool.release("10.244.3.2")
+    assert pool.allocate() == "10.244.3.2"  # freed addresses before new ones
+    taken = [pool.allocate() for _ in range(251)]
+    assert taken[-1] == "10.244.3.254"  # .2 to .254: the network's hosts but the first
+    assert pool.in_use() == 253
+    with pytest.raises(PoolExhaustedError, match=r"10\.244\.3\.0/24"):
         pool.allocate()

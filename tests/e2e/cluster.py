@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import subprocess
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -101,8 +102,12 @@ class E2ECluster:
     def reach(self, url: str) -> Iterator[str]:
         """``url`` (``http://SERVICE.NAMESPACE.svc:PORT/path``) as this machine can reach it.
 
-        In the simulated cluster a Service's ClusterIP is a loopback address; on kind the
+        In the simulated cluster the test runs inside the cluster's network namespace, where a
+        Service's ClusterIP is reachable (no cluster DNS: the name is resolved here); on kind the
         cluster network is not reachable from the host, so ``kubectl port-forward`` carries it.
+        Either way it waits (bounded) until the Service answers: a pod turns Ready a moment
+        before kube-controller-manager lists it in the Service's EndpointSlice and the proxy
+        sends connections to it, as on any cluster.
         """
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -112,6 +117,7 @@ class E2ECluster:
             ip = self.kubectl(
                 "get", "service", service, "-n", namespace, "-o", "jsonpath={.spec.clusterIP}"
             ).stdout
+            wait_until(lambda: _answers(f"http://{ip}:{port}/"), seconds=30, what=f"{url}")
             yield f"http://{ip}:{port}{parts.path}"
             return
         local = _free_port()
@@ -149,6 +155,17 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _answers(url: str) -> bool:
+    """Whether an HTTP server answers at ``url`` (with any status)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5):  # noqa: S310 (a ClusterIP in the namespace)
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
 
 
 def _port_open(port: int) -> bool:

@@ -46,7 +46,8 @@ from nemotron_sim.controllers.runtime import EventRecorder
 from nemotron_sim.controlplane import ControlPlane, flags
 from nemotron_sim.controlplane.binaries import crd_dir, recipe_versions
 from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
-from nemotron_sim.controlplane.network import KUBELET_PORT
+from nemotron_sim.controlplane.network import API_PORT, KUBELET_PORT, PROXY_HTTP_PORT
+from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.kubeapi.client import KubeApi
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
@@ -86,7 +87,10 @@ class KubeCluster:
         stop_grace_seconds: float = 5.0,
         control_plane: flags.Settings | None = None,
         renew_seconds: float = 2.0,
+        crds: Sequence[Path] = (),
     ) -> None:
+        """``crds``: CRD files installed before kube-controller-manager starts (its garbage
+        collector finds their types at once instead of at its next 30 s discovery)."""
         self._tempdir = (
             tempfile.TemporaryDirectory(prefix="nemotron-sim-") if workdir is None else None
         )
@@ -109,6 +113,10 @@ class KubeCluster:
         self.record_events = record_events
         self.control_plane = ControlPlane(self.workdir / "control-plane", settings=control_plane)
         self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
+        # The same admin, through the fault proxy (what the operator under test is given).
+        self.proxy_kubeconfig = self.kubeconfig.with_name(self.kubeconfig.name + "-via-proxy")
+        self.extra_crds = list(crds)
+        self.proxy: FaultProxy | None = None
         self.api: KubeApi | None = None
         self.mirror: Mirror | None = None
         self.nodes: NodeAgent | None = None
@@ -144,15 +152,18 @@ class KubeCluster:
             mark = loop.time()
 
         plane = self.control_plane
-        await plane.start()
-        lap("control plane")
+
+        async def before_controllers() -> None:
+            self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
+            await install_crds(self.api, [crd_dir(), *self.extra_crds])
+            await create_storage_class(self.api)
+
+        await plane.start(before_controllers)
+        lap("control plane, CRDs and StorageClass")
+        assert self.api is not None
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.kubeconfig.write_bytes(plane.admin_kubeconfig.read_bytes())
         self.kubeconfig.chmod(0o600)
-        self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
-        await install_crds(self.api, crd_dir())
-        await create_storage_class(self.api)
-        lap("third-party CRDs established, StorageClass")
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
         lap("watch caches synced")
@@ -171,10 +182,13 @@ class KubeCluster:
         Provisioner(self.mirror).start()
         self.nodes.start()
         lap("kubelets, kubelet API, service proxy, provisioner")
+        await self._start_fault_proxy()
+        lap("fault proxy")
         self.started_seconds = loop.time() - began
 
     async def stop(self) -> None:
         for step in (
+            self.proxy.stop if self.proxy else None,
             self.kubelet.stop if self.kubelet else None,
             self.kubelet_api.stop if self.kubelet_api else None,
             self.proxies.stop if self.proxies else None,
@@ -188,6 +202,7 @@ class KubeCluster:
                 except Exception:
                     log.exception("stopping the simulated cluster: %s failed", step)
         self.kubelet = self.kubelet_api = self.proxies = self.nodes = self.mirror = None
+        self.proxy = None
         self.api = None
         self.control_plane.stop()
         if self._tempdir is not None:
@@ -263,6 +278,30 @@ class KubeCluster:
         self.kubelet_api = KubeletApi(mirror, self.kubelet.processes.log_target, context)
         for name, address in node_ips.items():
             await self.kubelet_api.serve(name, address)
+
+    async def _start_fault_proxy(self) -> None:
+        plane, nodes = self.control_plane, self.nodes
+        assert plane.authority is not None
+        assert nodes is not None
+        ip = plane.plan.proxy_ip
+        serving = plane.authority.issue(
+            "fault-proxy", "nemotron-sim-fault-proxy", server=True, ips=(ip,)
+        )
+
+        def heartbeat(node: str, beating: bool) -> None:
+            if node not in nodes.nodes:
+                raise KeyError(f"no simulated node {node!r}")
+            (nodes.resume_heartbeat if beating else nodes.stop_heartbeat)(node)
+
+        controls = Controls(plane.act, heartbeat, plane.compact_etcd)
+        self.proxy = FaultProxy(plane.api_url, plane.ca_context(), controls)
+        await self.proxy.start(
+            ip, API_PORT, PROXY_HTTP_PORT, _server_context(serving.cert, serving.key)
+        )
+        config = kubeconfig(
+            plane.plan.proxy_url, plane.ca_pem, user="admin", token=plane.admin_token
+        )
+        write_kubeconfig(self.proxy_kubeconfig, config)
 
     # --- what tests use -----------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ Go modules (``hack/controlplane/crds/go.mod``)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,12 @@ CRDS = ResourceKey("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 _ESTABLISH_SECONDS = 30.0
 
 
-def load(directory: Path) -> list[dict[str, Any]]:
+def load(sources: Sequence[Path]) -> list[dict[str, Any]]:
+    """The CRDs in ``sources``: YAML files, or directories of them."""
+    files = [f for s in sources for f in (sorted(s.glob("*.yaml")) if s.is_dir() else [s])]
     return [
         doc
-        for path in sorted(directory.glob("*.yaml"))
+        for path in files
         for doc in yaml.safe_load_all(path.read_text())
         if doc and doc.get("kind") == "CustomResourceDefinition"
     ]
@@ -33,10 +36,10 @@ def established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-async def install_crds(api: KubeApi, directory: Path) -> list[str]:
+async def install_crds(api: KubeApi, sources: Sequence[Path]) -> list[str]:
     """Server-side apply each CRD and wait until the API server serves it; their names."""
     names = []
-    for crd in load(directory):
+    for crd in load(sources):
         name = crd["metadata"]["name"]
         await api.request(
             "PATCH", KubeApi.path(CRDS, None, name),

@@ -18,8 +18,11 @@ import socket
 import ssl
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
+
+import aiohttp
 
 from nemotron_sim import netns
 from nemotron_sim.controlplane import flags
@@ -78,6 +81,7 @@ class ControlPlane:
         self.components: dict[str, Component] = {}
         self.authority: Authority | None = None
         self.admin: KeyPair | None = None
+        self.admin_token = ""  # the admin kubeconfig's bearer token
         self.started_seconds = 0.0  # from the first process started to all four healthy
 
     # --- what clients use ---------------------------------------------------------------------
@@ -97,6 +101,10 @@ class ControlPlane:
     @property
     def ca_pem(self) -> bytes:
         return self.layout.cert("ca").read_bytes()
+
+    def ca_context(self) -> ssl.SSLContext:
+        """A client context that trusts the cluster CA and presents no certificate."""
+        return ssl.create_default_context(cafile=str(self.layout.cert("ca")))
 
     def ssl_context(self) -> ssl.SSLContext:
         """A client context that trusts the cluster CA and presents the admin certificate."""
@@ -121,7 +129,10 @@ class ControlPlane:
     ) -> None:  # fmt: skip
         self.stop()
 
-    async def start(self) -> None:
+    async def start(self, before_controllers: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Start the four; ``before_controllers`` runs once kube-apiserver is ready and before
+        kube-controller-manager starts (objects its controllers should find at their start,
+        such as CRDs the garbage collector would otherwise discover only 30 s later)."""
         began = time.monotonic()
         self._write_files()
         for name in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"):
@@ -132,6 +143,8 @@ class ControlPlane:
             ("kube-apiserver",),
             ("kube-controller-manager", "kube-scheduler"),
         ):
+            if group[0] == "kube-controller-manager" and before_controllers is not None:
+                await before_controllers()
             for name in group:
                 self.components[name].start()
             for name in group:
@@ -157,6 +170,32 @@ class ControlPlane:
             component.stop()
         component.start()
         await wait_healthy(component, self.ssl_context(), _START_TIMEOUT)
+
+    async def act(self, name: str, action: str) -> None:
+        """``stop``, ``start``, ``restart`` or ``kill`` (SIGKILL, then start) one component."""
+        if name not in self.components:
+            raise KeyError(f"no component {name!r}: {', '.join(self.components)}")
+        if action == "stop":
+            self.pause(name)
+        elif action == "start":
+            await self.resume(name)
+        elif action in ("restart", "kill"):
+            await self.restart(name, kill=action == "kill")
+        else:
+            raise ValueError(f"unknown action {action!r}: stop, start, restart or kill")
+
+    async def compact_etcd(self) -> int:
+        """Compact etcd's history up to its current revision (what kube-apiserver does every
+        ``--etcd-compaction-interval``): a watch resuming from before gets 410 Gone."""
+        async with aiohttp.ClientSession() as session:
+            async with session.post(f"{self.plan.etcd_url}/v3/maintenance/status", json={}) as r:
+                revision = int((await r.json())["header"]["revision"])
+            async with session.post(
+                f"{self.plan.etcd_url}/v3/kv/compaction",
+                json={"revision": str(revision), "physical": True},
+            ) as r:
+                r.raise_for_status()
+        return revision
 
     def pause(self, name: str) -> None:
         """Stop one component until :meth:`resume` (an outage)."""
@@ -200,7 +239,7 @@ class ControlPlane:
                 layout.kubeconfig(user),
                 kubeconfig(plan.api_url, ca, user=user, cert=pair.cert, key=pair.key),
             )
-        token = secrets.token_urlsafe(32)
+        token = self.admin_token = secrets.token_urlsafe(32)
         layout.static_tokens.write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
         layout.static_tokens.chmod(0o600)
         write_kubeconfig(

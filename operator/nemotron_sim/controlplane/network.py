@@ -7,6 +7,7 @@ meet. Index 0 has the ranges a kubeadm cluster uses by default.
 | what | addresses |
 |---|---|
 | kube-apiserver (6443), etcd (2379/2380), controller-manager (10257), scheduler | ``10.0.k.1`` |
+| the fault proxy in front of kube-apiserver (HTTPS 6443, HTTP 8080) | ``10.0.k.2`` |
 | nodes' InternalIPs (their kubelet API on 10250) | ``10.1.k.2`` … ``10.1.k.254`` |
 | Services (``--service-cluster-ip-range``; ``kubernetes`` is the first) | ``10.(96+k).0.0/16`` |
 | pods (``--cluster-cidr``, a /24 per node from kube-controller-manager) | ``10.(244+k).0.0/16`` |
@@ -26,6 +27,7 @@ ETCD_PEER_PORT = 2380
 CONTROLLER_MANAGER_PORT = 10257
 SCHEDULER_PORT = 10259
 KUBELET_PORT = 10250
+PROXY_HTTP_PORT = 8080
 DNS_DOMAIN = "cluster.local"
 
 
@@ -44,6 +46,20 @@ class AddressPlan:
     @property
     def api_url(self) -> str:
         return f"https://{self.control_plane_ip}:{API_PORT}"
+
+    @property
+    def proxy_ip(self) -> str:
+        return f"10.0.{self.index}.2"
+
+    @property
+    def proxy_url(self) -> str:
+        """The fault proxy's HTTPS address (the API, through the proxy)."""
+        return f"https://{self.proxy_ip}:{API_PORT}"
+
+    @property
+    def proxy_http_url(self) -> str:
+        """The fault proxy's plain HTTP address (the API and ``/_sim/``, inside the namespace)."""
+        return f"http://{self.proxy_ip}:{PROXY_HTTP_PORT}"
 
     @property
     def etcd_url(self) -> str:

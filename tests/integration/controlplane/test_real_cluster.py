@@ -8,6 +8,7 @@ import ipaddress
 import json
 import ssl
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -266,19 +267,31 @@ def test_a_cluster_ip_reaches_a_stand_in_vllm_through_its_endpoint_slice(
     cidr = kube_cluster.kubectl_json("get", "node", pod["spec"]["nodeName"])["spec"]["podCIDR"]
     assert ipaddress.ip_address(pod_ip) in ipaddress.ip_network(cidr)
 
-    def endpoints() -> list[str]:
+    def ready_endpoints() -> list[str]:
         slices = kube_cluster.kubectl_json(
             "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name=nano"
         )["items"]
-        return [a for s in slices for e in s.get("endpoints") or [] for a in e["addresses"]]
+        return [
+            address
+            for s in slices
+            for e in s.get("endpoints") or []
+            if (e.get("conditions") or {}).get("ready")
+            for address in e["addresses"]
+        ]
 
-    assert kube_cluster.wait_until(endpoints, what="kube-controller-manager's EndpointSlice") == [
-        pod_ip
-    ]
+    found = kube_cluster.wait_until(ready_endpoints, what="kube-controller-manager's EndpointSlice")
+    assert found == [pod_ip]
     cluster_ip = kube_cluster.kubectl_json("get", "service", "nano", "-n", ns)["spec"]["clusterIP"]
-    with urllib.request.urlopen(f"http://{cluster_ip}/v1/models", timeout=10) as response:
-        models = json.load(response)
-    assert [m["id"] for m in models["data"]] == ["nano"]
+
+    def models() -> list[str]:
+        # The proxy follows the slice through its own watch, a moment later (as kube-proxy).
+        try:
+            with urllib.request.urlopen(f"http://{cluster_ip}/v1/models", timeout=10) as response:
+                return [m["id"] for m in json.load(response)["data"]]
+        except (urllib.error.URLError, ConnectionError):
+            return []
+
+    assert kube_cluster.wait_until(models, seconds=10, what="the ClusterIP to answer") == ["nano"]
 
 
 def test_the_kubernetes_service_reaches_the_api_server(kube_cluster: KubeHandle) -> None:

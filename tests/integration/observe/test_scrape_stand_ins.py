@@ -16,7 +16,7 @@ from nemotron_operator.observe.tracker import DeploymentTracker
 from nemotron_operator.telemetry.scraper import ScrapeResult, ScrapeTarget, scrape_pods
 from nemotron_sim.vllm import StubVllm, Timing
 from tests.integration.vllm_stub.conftest import MODEL, loopback_host
-from tests.unit.admission.bases import full_status
+from tests.status_objects import full_status
 
 FLAGS = ("--speculative-config", '{"method":"mtp","num_speculative_tokens":3}')
 

@@ -7,7 +7,7 @@ import pytest
 from nemotron_operator.api import Plan
 from nemotron_operator.observe.plan_check import compare, observed_cache, to_status
 from nemotron_operator.observe.samples import CacheConfigInfo
-from tests.unit.admission.bases import full_status
+from tests.status_objects import full_status
 
 
 def plan() -> Plan:

@@ -13,7 +13,7 @@ from nemotron_operator.observe.plan_check import compare, observed_cache
 from nemotron_operator.observe.samples import CacheConfigInfo
 from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.telemetry import DeploymentFigures, OperatorMetrics, PlanFigures
-from tests.unit.admission.bases import full_status
+from tests.status_objects import full_status
 
 FIGURES = ThroughputFigures(
     generation_tokens_per_second=812.5,

@@ -1,0 +1,78 @@
+"""The objects the admission suite sends: the examples, the CRD file, and three bases that
+together reach every field of the schema, so every bound can be probed.
+
+Each list holds at least one item and each map at least one key, somewhere among the bases;
+``test_every_constraint_is_reachable`` fails listing any constraint no base reaches. The suite
+stores the bases in kube-apiserver for real, so the probes start from objects as kube-apiserver
+keeps them (defaults applied: defaulted fields are probed too).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.status_objects import full_status
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples"
+CRD_FILE = ROOT / "crds" / "serving.nemotron.io_nemotrondeployments.yaml"
+CRD_NAME = "nemotrondeployments.serving.nemotron.io"
+
+
+def load_example(name: str) -> dict[str, Any]:
+    obj: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    return obj
+
+
+def crd_file() -> dict[str, Any]:
+    crd: dict[str, Any] = yaml.safe_load(CRD_FILE.read_text())
+    return crd
+
+
+def open_api_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def raw_bases() -> list[dict[str, Any]]:
+    """The bases as written (kube-apiserver applies the defaults when it stores them)."""
+    full = load_example("super-vl-bf16-h200.yaml")
+    full["metadata"]["name"] = "base-full"
+    full["status"] = full_status()
+    full["spec"]["scheduling"]["affinity"] = {"nodeAffinity": {}}
+    karpenter = copy.deepcopy(full)
+    karpenter["metadata"]["name"] = "base-karpenter"
+    karpenter["spec"]["nodePool"] = {
+        "provisioner": "Karpenter",
+        "karpenter": {
+            "nodeClassRef": {"name": "gpu", "group": "karpenter.k8s.aws", "kind": "EC2NodeClass"},
+            "instanceTypes": ["p5e.48xlarge"],
+            "capacityType": "on-demand",
+        },
+    }
+    karpenter["spec"]["capacity"]["gpu"]["count"] = 4
+    karpenter["spec"]["capacity"]["parallelism"] = {"tensor": 4, "pipeline": 1, "expert": True}
+    del karpenter["spec"]["engine"]["reasoningParser"]
+    karpenter["spec"]["engine"]["reasoningParserPlugin"] = {
+        "configMapName": "parsers",
+        "fileName": "super_v3_reasoning_parser.py",
+        "parserName": "super_v3",
+    }
+    karpenter["status"]["nodePool"].update(provisioner="Karpenter", objectName="nd-super-vl")
+    custom = load_example("custom-architecture.yaml")
+    custom["metadata"]["name"] = "base-custom"
+    custom["spec"]["model"]["architecture"]["parameters"].update(mtp=1, vision=1)
+    custom["spec"]["model"]["architecture"]["trainedContext"] = 16384
+    custom["spec"]["model"]["architecture"].update(
+        moeIntermediateSize=2688, moeSharedExpertIntermediateSize=5376, moeLatentSize=1024
+    )
+    custom["spec"]["scheduling"] = {
+        "tolerations": [
+            {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        ]
+    }
+    return [full, karpenter, custom]

@@ -188,7 +188,8 @@ def _infeasible_exit(error: PlanningError) -> int:
 def _run(args: argparse.Namespace) -> int:
     import yaml  # noqa: PLC0415
 
-    from nemotron_operator.api.errors import SpecError, parse_deployment  # noqa: PLC0415
+    from nemotron_operator.api.errors import SpecError  # noqa: PLC0415
+    from nemotron_operator.cli.checks import parse  # noqa: PLC0415
     from nemotron_operator.sizing import (  # noqa: PLC0415
         PlanningError,
         plan_deployment,
@@ -198,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         obj = _deployment_object(args)
         inventory = _inventory(args.gpu_inventory)
-        deployment = parse_deployment(obj)
+        deployment = parse(obj)  # as kube-apiserver would admit it (checks.py)
     except SpecError as exc:
         return fail("\n  ".join(["invalid NemotronDeployment:", *map(str, exc.errors)]))
     except (OSError, ValueError, yaml.YAMLError) as exc:

@@ -64,7 +64,7 @@ def _read_documents(source: str) -> list[Any]:
 
 
 def _load_deployment(source: str) -> NemotronDeployment:
-    from nemotron_operator.api.errors import parse_deployment  # noqa: PLC0415
+    from nemotron_operator.cli.checks import parse  # noqa: PLC0415
 
     documents = [
         d for d in _read_documents(source) if isinstance(d, dict) and d.get("kind") != "Node"
@@ -73,7 +73,7 @@ def _load_deployment(source: str) -> NemotronDeployment:
         raise ValueError(
             f"{source} holds {len(documents)} objects: render takes exactly one NemotronDeployment"
         )
-    return parse_deployment(documents[0])
+    return parse(documents[0])  # as kube-apiserver would admit it (checks.py)
 
 
 def _run(args: argparse.Namespace) -> int:

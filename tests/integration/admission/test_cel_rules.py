@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import copy
 import secrets
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.cel_cases import CASES, Case, Obj, set_
 from tests.integration.admission.apiserver import MERGE_PATCH, Cause
 from tests.integration.admission.conftest import (
     NOT_CHECKED,
@@ -28,7 +28,6 @@ from tests.integration.admission.conftest import (
 )
 from tests.integration.admission.objects import crd_file, load_example, open_api_schema
 
-Obj = dict[str, Any]
 NEW_MODEL = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"
 
 
@@ -44,161 +43,6 @@ def _rules(node: Any) -> list[dict[str, str]]:
     return found
 
 
-@dataclass(frozen=True)
-class Case:
-    rule_fragment: str  # identifies the rule in the CRD
-    passing: Callable[[Obj], None]
-    failing: Callable[[Obj], None]
-    field: str
-    message: str  # a fragment of the rule's message
-    shown: str | None = None  # the value kube-apiserver prints for a scalar ``self``
-
-
-def _set(path: str, value: Any) -> Callable[[Obj], None]:
-    def mutate(obj: Obj) -> None:
-        node = obj
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-
-    return mutate
-
-
-def _both(*mutations: Callable[[Obj], None]) -> Callable[[Obj], None]:
-    def mutate(obj: Obj) -> None:
-        for m in mutations:
-            m(obj)
-
-    return mutate
-
-
-def _drop(path: str) -> Callable[[Obj], None]:
-    def mutate(obj: Obj) -> None:
-        node = obj
-        *parents, last = path.split(".")
-        for part in parents:
-            node = node[part]
-        node.pop(last, None)
-
-    return mutate
-
-
-KARPENTER = {"nodeClassRef": {"name": "gpu"}}
-PLUGIN = {"configMapName": "p", "fileName": "p.py", "parserName": "super_v3"}
-
-CASES = [
-    Case(
-        "has(self.huggingFace) != has(self.pvc)",
-        _both(_drop("spec.storage"), _set("spec.model.source", {"pvc": {"claimName": "weights"}})),
-        _both(
-            _drop("spec.storage"),
-            _set("spec.model.source", {"huggingFace": {}, "pvc": {"claimName": "weights"}}),
-        ),
-        "spec.model.source",
-        "exactly one of spec.model.source.huggingFace or spec.model.source.pvc",
-    ),
-    Case(
-        "self.method != 'mtp'",
-        _set("spec.engine.speculativeDecoding", {"method": "mtp", "numSpeculativeTokens": 8}),
-        _set("spec.engine.speculativeDecoding", {"method": "mtp", "numSpeculativeTokens": 9}),
-        "spec.engine.speculativeDecoding.numSpeculativeTokens",
-        "between 1 and 8 when method is mtp",
-    ),
-    Case(
-        "self.method != 'none'",
-        _set("spec.engine.speculativeDecoding", {"method": "none"}),
-        _set("spec.engine.speculativeDecoding", {"method": "none", "numSpeculativeTokens": 2}),
-        "spec.engine.speculativeDecoding.numSpeculativeTokens",
-        "must be 0 or unset when method is none",
-    ),
-    Case(
-        "!(has(self.reasoningParser) && has(self.reasoningParserPlugin))",
-        _both(
-            _drop("spec.engine.reasoningParser"), _set("spec.engine.reasoningParserPlugin", PLUGIN)
-        ),
-        _set("spec.engine.reasoningParserPlugin", PLUGIN),
-        "spec.engine",
-        "either reasoningParser",
-    ),
-    Case(
-        "self > 0.0 && self < 1.0",
-        _set("spec.engine.gpuMemoryUtilization", 0.95),
-        _set("spec.engine.gpuMemoryUtilization", 1),
-        "spec.engine.gpuMemoryUtilization",
-        "greater than 0 and less than 1",
-        shown="1",
-    ),
-    Case(
-        "self in [1, 2, 4, 8, 16, 32, 64]",
-        _set("spec.capacity.parallelism.tensor", 64),
-        _set("spec.capacity.parallelism.tensor", 6),
-        "spec.capacity.parallelism.tensor",
-        "power of two no larger than 64",
-        shown="6",
-    ),
-    Case(
-        "self.provisioner != 'Karpenter' || has(self.karpenter)",
-        _set("spec.nodePool", {"provisioner": "Karpenter", "karpenter": KARPENTER}),
-        _set("spec.nodePool", {"provisioner": "Karpenter"}),
-        "spec.nodePool.karpenter",
-        "required when provisioner is Karpenter",
-    ),
-    Case(
-        "!has(self.karpenter) || self.provisioner == 'Karpenter'",
-        _set("spec.nodePool", {"provisioner": "None"}),
-        _set("spec.nodePool", {"provisioner": "None", "karpenter": KARPENTER}),
-        "spec.nodePool.provisioner",
-        "set provisioner: Karpenter or remove nodePool.karpenter",
-    ),
-    Case(
-        "!self.shared || self.accessModes.exists",
-        _set("spec.storage.cache", {"shared": True, "accessModes": ["ReadWriteMany"]}),
-        _set("spec.storage.cache", {"shared": True, "accessModes": ["ReadWriteOnce"]}),
-        "spec.storage.cache.accessModes",
-        "shared cache needs accessModes to include ReadWriteMany",
-    ),
-    Case(
-        "!has(self.storage) || !has(self.model.source)",
-        _both(_drop("spec.storage"), _set("spec.model.source", {"pvc": {"claimName": "w"}})),
-        _set("spec.model.source", {"pvc": {"claimName": "w"}}),
-        "spec.storage",
-        "does not apply when weights come from spec.model.source.pvc",
-    ),
-    Case(
-        "self.capacity.gpu.count % self.capacity.parallelism.tensor == 0",
-        _both(_set("spec.capacity.gpu.count", 8), _set("spec.capacity.parallelism.tensor", 4)),
-        _both(_set("spec.capacity.gpu.count", 6), _set("spec.capacity.parallelism.tensor", 4)),
-        "spec.capacity.gpu.count",
-        "multiple of capacity.parallelism.tensor",
-    ),
-    Case(
-        "self.capacity.gpu.count == self.capacity.parallelism.tensor *",
-        _set("spec.capacity", {"gpu": {"count": 8}, "parallelism": {"tensor": 4, "pipeline": 2}}),
-        _set("spec.capacity", {"gpu": {"count": 4}, "parallelism": {"tensor": 4, "pipeline": 2}}),
-        "spec.capacity.gpu.count",
-        "equal parallelism.tensor × parallelism.pipeline",
-    ),
-    Case(
-        "self.minReplicas <= self.maxReplicas",
-        _set("spec.autoscaling", {"minReplicas": 2, "maxReplicas": 2}),
-        _set("spec.autoscaling", {"minReplicas": 3, "maxReplicas": 2}),
-        "spec.autoscaling.minReplicas",
-        "must not exceed autoscaling.maxReplicas",
-    ),
-    Case(
-        "self.metric != 'kvCacheUsage' || self.value <= 1.0",
-        _set(
-            "spec.autoscaling",
-            {"maxReplicas": 4, "target": {"metric": "kvCacheUsage", "value": 0.8}},
-        ),
-        _set(
-            "spec.autoscaling", {"maxReplicas": 4, "target": {"metric": "kvCacheUsage", "value": 4}}
-        ),
-        "spec.autoscaling.target.value",
-        "is a fraction (0-1] for kvCacheUsage",
-    ),
-]
 RULES = _rules(open_api_schema(crd_file()))
 
 
@@ -278,7 +122,7 @@ def test_transition_rules_do_not_run_on_create(admission: Admission) -> None:
 def test_cel_sees_yaml_integers_in_number_fields_as_doubles(admission: Admission) -> None:
     # ``0`` in JSON is an integer; the field is a number, and ``self > 0.0`` compares doubles.
     obj = _full()
-    _set("spec.engine.gpuMemoryUtilization", 0)(obj)
+    set_("spec.engine.gpuMemoryUtilization", 0)(obj)
     answer = refused(admission.create(obj))
     message = _rule_message(CASES[4])
     assert answer.causes == [
@@ -291,8 +135,8 @@ def test_cel_sees_yaml_integers_in_number_fields_as_doubles(admission: Admission
 
 def test_type_errors_stop_cel_like_the_api_server(admission: Admission) -> None:
     obj = _full()
-    _set("spec.replicas", "two")(obj)
-    _set("spec.capacity.parallelism.tensor", 3)(obj)  # breaks a rule that does not run
+    set_("spec.replicas", "two")(obj)
+    set_("spec.capacity.parallelism.tensor", 3)(obj)  # breaks a rule that does not run
     answer = refused(admission.create(obj))
     assert answer.causes == [
         Cause(

@@ -169,6 +169,14 @@ def test_nulls_are_pruned_and_defaulted_like_kube_apiserver() -> None:
         parse_deployment(obj)
 
 
+def test_a_status_in_the_file_is_dropped_unchecked() -> None:
+    obj = _example("minimal.yaml")
+    obj["status"] = {"phase": "NotAPhase"}  # kube-apiserver drops it on create, unchecked
+    assert checks.parse(obj).status is None
+    with pytest.raises(SpecError, match=r"status\.phase"):  # what the models alone say
+        parse_deployment(obj)
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
 def test_every_example_passes_the_offline_checks(name: str) -> None:
     obj = _example(name)

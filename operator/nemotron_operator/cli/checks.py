@@ -11,7 +11,10 @@ same field and message, and one it would admit is not refused:
   such as the immutable ``spec.model.id``) compare with the stored object and stay
   kube-apiserver's (tests/unit/test_cli_checks.py fails when the CRD has a rule with neither);
 - ``null`` in a field that is not nullable is pruned (then defaulted), not refused;
-- ``metadata.name`` must be a DNS subdomain.
+- ``metadata.name`` must be a DNS subdomain;
+- a ``status`` in the file is dropped unchecked, as kube-apiserver drops it on create (the
+  status subresource); plan and render never read it. (kube-apiserver's strict decoding still
+  refuses an unknown field under it; the CLI does not look.)
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ def parse(obj: dict[str, Any]) -> NemotronDeployment:
     from nemotron_operator.api.errors import FieldError, SpecError, parse_deployment  # noqa: PLC0415
 
     schema = _schema()
-    pruned = prune_nulls(obj, schema)
+    pruned = prune_nulls({k: v for k, v in obj.items() if k != "status"}, schema)
     metadata = pruned.get("metadata")
     name = metadata.get("name") if isinstance(metadata, dict) else None
     errors: list[FieldError] = []

@@ -180,3 +180,24 @@ def test_a_schema_that_preserves_unknown_fields_keeps_them(admission: Admission)
     with temporary_crd(admission.api, crd):
         stored = admitted(admission.api.dry_run("POST", path, obj))
     assert stored["spec"] == obj["spec"]
+
+
+def test_a_status_in_a_create_is_dropped_unchecked(admission: Admission) -> None:
+    # The status subresource: a create (or an update of the main resource) drops the status
+    # before validation; Strict decoding still refuses an unknown field in it.
+    obj = load_example("minimal.yaml")
+    obj["status"] = {"phase": "NotAPhase", "replicas": "many"}
+    assert "status" not in admitted(admission.create(obj))
+    obj["status"] = {"typo": 1}
+    answer = refused(admission.create(obj), 400)
+    assert answer.message == STRICT_DECODING + 'unknown field "status.typo"'
+
+
+def test_a_status_in_an_update_of_the_object_is_ignored(
+    admission: Admission, bases: list[dict[str, Any]]
+) -> None:
+    base = bases[0]
+    base["status"]["phase"] = "NotAPhase"  # only a write of /status changes (and checks) it
+    base["spec"]["replicas"] = 3
+    stored = admitted(admission.update(base), 200)
+    assert (stored["spec"]["replicas"], stored["status"]["phase"]) == (3, "Ready")

@@ -17,7 +17,7 @@ import pytest
 from nemotron_sim import netns
 
 if TYPE_CHECKING:
-    from tests.kube import KubeHandle
+    from tests.kube import ClusterPool, KubeHandle
 
 ROOT = Path(__file__).resolve().parent.parent
 _NAMESPACE_ERROR: list[str] = []
@@ -37,15 +37,31 @@ def repo_root() -> Path:
 
 
 @pytest.fixture(scope="session")
-def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeHandle]:
-    """The session's simulated cluster on a real control plane (tests/kube.py), shared by the
-    tests that need one; each works in namespaces of its own."""
+def cluster_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterPool]:
+    """The session's simulated clusters on real control planes (tests/kube.py), one per set of
+    options, started on first use and stopped at the end."""
     if _NAMESPACE_ERROR:
         raise RuntimeError(_NAMESPACE_ERROR[0])
-    from tests.kube import start_cluster  # only sessions that use a cluster import it
+    from tests.kube import ClusterPool  # only sessions that use a cluster import it
 
-    with start_cluster(tmp_path_factory.mktemp("kube")) as handle:
-        yield handle
+    pool = ClusterPool(tmp_path_factory.mktemp("clusters"))
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+@pytest.fixture
+def kube_cluster(cluster_pool: ClusterPool, tmp_path: Path) -> Iterator[KubeHandle]:
+    """The shared simulated cluster (its default nodes, no project CRD installed); each test
+    works in namespaces of its own, and what it leaves is deleted afterwards."""
+    from tests.kube import SHARED_OPTIONS
+
+    with cluster_pool.lease({**SHARED_OPTIONS, "purpose": "shared"}, tmp_path) as handle:
+        try:
+            yield handle
+        finally:
+            handle.reset()
 
 
 @pytest.fixture

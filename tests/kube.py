@@ -1,28 +1,38 @@
 """The simulated cluster on a real control plane, as the tests use it.
 
-``kube_cluster`` (tests/conftest.py) starts one per test session and shares it: each test works
-in namespaces of its own (``kube_namespace``). A test that needs a cluster of its own (other
-nodes, a component restarted) starts one with :func:`start_cluster`.
+Starting a control plane costs seconds, so a test session keeps the clusters it started in a
+pool (``ClusterPool``), one per set of options (nodes, timings, image mappings), and stops the
+least recently used when too many run. A test gets a :class:`KubeHandle`: kubectl with the
+admin's kubeconfig through the fault proxy, the cluster's objects, and its simulated parts. After
+each test that used it, :meth:`KubeHandle.reset` puts the cluster back: what the test created
+is deleted (namespaces, cluster-scoped objects, objects in ``default``), faults cleared, node
+heartbeats resumed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import secrets
 import subprocess
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from nemotron_sim.background import Background
+from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
+from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubecluster import KubeCluster
 from tests import polling
-from tests.integration.conftest import run_kubectl
+from tests.kubectl import run_kubectl
 
 T = TypeVar("T")
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_CRDS = ROOT / "crds"
 # Fast timings for tests: quick init containers and probes, no model load delay.
 SHARED_OPTIONS: dict[str, Any] = {
     "nodes": "NVIDIA-H200:8x2,NVIDIA-B200:8x1",
@@ -33,6 +43,41 @@ SHARED_OPTIONS: dict[str, Any] = {
     "crash_backoff_seconds": 0.3,
     "stop_grace_seconds": 5.0,
 }
+MAX_RUNNING = 3  # clusters kept at once (each ~0.7 GB: etcd, kube-apiserver, controllers)
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+# Cluster-scoped kinds a test may create; reset deletes the ones that were not there before.
+CRDS = ResourceKey("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+CLUSTER_KINDS = (
+    ResourceKey("rbac.authorization.k8s.io", "v1", "clusterroles"),
+    ResourceKey("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+    CRDS,
+    ResourceKey("karpenter.sh", "v1", "nodepools"),
+    ResourceKey("scheduling.k8s.io", "v1", "priorityclasses"),
+)
+# Kinds a test may create in `default`.
+DEFAULT_KINDS = (
+    ResourceKey("", "v1", "pods"),
+    ResourceKey("", "v1", "services"),
+    ResourceKey("", "v1", "configmaps"),
+    ResourceKey("", "v1", "secrets"),
+    ResourceKey("apps", "v1", "statefulsets"),
+    ResourceKey("apps", "v1", "deployments"),
+    ResourceKey("serving.nemotron.io", "v1alpha1", "nemotrondeployments"),
+    ResourceKey("coordination.k8s.io", "v1", "leases"),  # a stopped operator's
+)
+NAMESPACES = ResourceKey("", "v1", "namespaces")
+PODS = ResourceKey("", "v1", "pods")
+CLAIMS = ResourceKey("", "v1", "persistentvolumeclaims")
+# What emptying a namespace keeps: what kube-controller-manager puts in every namespace.
+KEPT_IN_NAMESPACES = {"serviceaccounts": "default", "configmaps": "kube-root-ca.crt"}
+NEMOTRON_DEPLOYMENTS = ResourceKey("serving.nemotron.io", "v1alpha1", "nemotrondeployments")
+# Deleted first when a namespace is emptied: the owners that would create pods and claims.
+FIRST_DELETED = (
+    NEMOTRON_DEPLOYMENTS,
+    ResourceKey("apps", "v1", "statefulsets"),
+    ResourceKey("apps", "v1", "deployments"),
+    ResourceKey("apps", "v1", "replicasets"),
+)
 
 
 @dataclass(frozen=True)
@@ -74,14 +119,32 @@ def audit_events(path: Path) -> list[AuditEvent]:
     return list(events.values())
 
 
-class KubeHandle:
-    """What a test gets: kubectl with the admin kubeconfig, and the cluster's own objects."""
+def _names(items: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(i["metadata"].get("namespace", ""), i["metadata"]["name"]) for i in items}
 
-    def __init__(self, background: Background[KubeCluster], workdir: Path) -> None:
+
+class KubeHandle:
+    """What a test gets: kubectl through the fault proxy, and the cluster's own objects."""
+
+    def __init__(
+        self,
+        background: Background[KubeCluster],
+        workdir: Path,
+        *,
+        through_proxy: bool = True,
+        baseline: dict[ResourceKey, set[tuple[str, str]]] | None = None,
+    ) -> None:
+        """``baseline``: what the cluster held before any test (reset puts it back to that);
+        by default what it holds now."""
         self.background = background
         self.workdir = workdir
         cluster = background.cluster
-        self.kubeconfig: Path = cluster.kubeconfig
+        # The operator under test and the test's kubectl go through the fault proxy, whose
+        # plain HTTP address serves /_sim/ (faults, the request journal and counts); the e2e
+        # suite, as a user, talks to kube-apiserver itself.
+        self.kubeconfig: Path = cluster.proxy_kubeconfig if through_proxy else cluster.kubeconfig
+        self.direct_kubeconfig: Path = cluster.kubeconfig
+        self.url: str = cluster.control_plane.plan.proxy_http_url
         self.audit_log: Path = cluster.control_plane.audit_log
         self.env = {
             **os.environ,
@@ -89,10 +152,19 @@ class KubeHandle:
             # kubectl caches discovery; a private cache keeps runs from seeing stale resources.
             "KUBECACHEDIR": str(workdir / "kubecache"),
         }
+        self.baseline = baseline if baseline is not None else self._snapshot()
 
     @property
     def cluster(self) -> KubeCluster:
         return self.background.cluster
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The admin's credentials for a raw request to ``url`` (kube-apiserver behind the
+        proxy answers a request without them as ``system:anonymous``)."""
+        return {"Authorization": f"Bearer {self.cluster.control_plane.admin_token}"}
+
+    # --- kubectl and the API ----------------------------------------------------------------
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
@@ -109,25 +181,67 @@ class KubeHandle:
     def run(self, fn: Callable[[KubeCluster], Coroutine[Any, Any, T]], timeout: float = 60.0) -> T:
         return self.background.run(fn, timeout)
 
+    def request(
+        self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None
+    ) -> Any:
+        """One request to kube-apiserver as the admin (direct, not through the proxy); a PATCH
+        is a JSON merge patch."""
+        content_type = MERGE_PATCH if method == "PATCH" else "application/json"
+
+        async def send(cluster: KubeCluster) -> Any:
+            assert cluster.api is not None
+            for attempt in range(20):
+                try:
+                    return await cluster.api.request(
+                        method, path, body=body, params=params, content_type=content_type
+                    )
+                except ApiStatusError as error:
+                    # A CRD's type a moment after it is established, an API server restarting
+                    if error.code not in (429, 500, 503) or attempt == 19:
+                        raise
+                await asyncio.sleep(0.25)
+            return None
+
+        return self.run(send)
+
+    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = self.request("GET", KubeApi.path(key, namespace, name))
+        except ApiStatusError as error:
+            if error.code == 404:
+                return None
+            raise
+        return found
+
+    def list(
+        self, key: ResourceKey, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        params = {"labelSelector": label_selector} if label_selector else None
+        try:
+            found = self.request("GET", KubeApi.path(key, namespace), params=params)
+        except ApiStatusError as error:
+            if error.code == 404:  # the kind is not served (a CRD that is not installed)
+                return []
+            raise
+        items: list[dict[str, Any]] = found.get("items") or []
+        return items
+
+    def ready_replicas(self, namespace: str, statefulset: str) -> int:
+        sts = self.get(ResourceKey("apps", "v1", "statefulsets"), namespace, statefulset) or {}
+        return int((sts.get("status") or {}).get("readyReplicas") or 0)
+
+    def logs(
+        self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False
+    ) -> str:
+        """What ``kubectl logs`` shows (through kube-apiserver and the kubelet API)."""
+        args = ["logs", pod, "-n", namespace, *(["-c", container] if container else [])]
+        return self.kubectl(*args, *(["--previous"] if previous else [])).stdout
+
+    def gpu_inventory(self) -> str:
+        return self.cluster.gpu_inventory()
+
     def audit(self) -> list[AuditEvent]:
         return audit_events(self.audit_log)
-
-    @contextlib.contextmanager
-    def namespace(self, prefix: str = "t") -> Iterator[str]:
-        """A fresh namespace; deleted afterwards, waiting (bounded) until its pods are gone so
-        that the GPUs they held are free for the next test."""
-        name = f"{prefix}-{secrets.token_hex(3)}"
-        self.kubectl("create", "namespace", name)
-        try:
-            yield name
-        finally:
-            self.kubectl("delete", "namespace", name, "--wait=false", check=False)
-            with contextlib.suppress(AssertionError):
-                self.wait_until(
-                    lambda: not self.kubectl_json("get", "pods", "-n", name)["items"],
-                    seconds=60,
-                    what=f"the pods of namespace {name} to go",
-                )
 
     @staticmethod
     def wait_until(
@@ -135,6 +249,183 @@ class KubeHandle:
     ) -> T:
         """Poll ``check`` (bounded) until it returns something truthy."""
         return polling.wait_until(check, seconds=seconds, every=every, what=what)
+
+    # --- namespaces and reset ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def namespace(self, prefix: str = "t") -> Iterator[str]:
+        """A fresh namespace; emptied afterwards (its pods gone, so the GPUs they held are free
+        for the next test) and deleted."""
+        name = f"{prefix}-{secrets.token_hex(3)}"
+        self.kubectl("create", "namespace", name)
+        try:
+            yield name
+        finally:
+            self._empty({name})
+            with contextlib.suppress(ApiStatusError):
+                self.request("DELETE", KubeApi.path(NAMESPACES, None, name))
+
+    def _snapshot(self) -> dict[ResourceKey, set[tuple[str, str]]]:
+        snapshot = {key: _names(self.list(key)) for key in CLUSTER_KINDS}
+        snapshot[NAMESPACES] = _names(self.list(NAMESPACES))
+        for key in DEFAULT_KINDS:
+            snapshot[key] = _names(self.list(key, "default"))
+        return snapshot
+
+    def reset(self) -> None:
+        """Undo what the test did: clear faults, the request journal and counts, and resume node
+        heartbeats; empty the namespaces it created (they are kept: deleting one takes
+        kube-controller-manager 5 s at least, more while pods with a grace period are in it);
+        delete what it added to ``default`` and the cluster-scoped objects it created; install
+        again a CRD the cluster started with that it deleted."""
+
+        def simulated_parts(cluster: KubeCluster) -> None:
+            if cluster.proxy is not None:
+                cluster.proxy.faults.clear()
+                cluster.proxy.journal.clear()  # the next test reads only its own requests
+                cluster.proxy.counts.reset()
+            if cluster.nodes is not None:
+                for node in list(cluster.nodes.stopped):
+                    cluster.nodes.resume_heartbeat(node)
+            cluster.set_kv_cache_bias(0.0)
+
+        self.call(simulated_parts)
+        baseline = self.baseline
+        namespaces = {n for _, n in _names(self.list(NAMESPACES)) - baseline[NAMESPACES]}
+        for key in DEFAULT_KINDS:
+            for _, name in _names(self.list(key, "default")) - baseline[key]:
+                self._delete(key, "default", name)
+        self._empty(namespaces - SYSTEM_NAMESPACES)
+        for key in CLUSTER_KINDS:
+            for _, name in _names(self.list(key)) - baseline[key]:
+                self._delete(key, None, name)
+        if baseline[CRDS] - _names(self.list(CRDS)):  # a test deleted one the cluster had
+            self.run(lambda cluster: cluster.install_crds())
+
+    def _delete(self, key: ResourceKey, namespace: str | None, name: str) -> None:
+        with contextlib.suppress(ApiStatusError):
+            if key == NEMOTRON_DEPLOYMENTS:  # the operator that would remove it is gone
+                self.request(
+                    "PATCH", KubeApi.path(key, namespace, name), {"metadata": {"finalizers": None}}
+                )
+            self.request("DELETE", KubeApi.path(key, namespace, name))
+
+    def _empty(self, names: set[str]) -> None:
+        """Delete everything in these namespaces, pods at once (grace 0), as the namespace
+        controller would but now, until no pod, claim or NemotronDeployment is left (bounded):
+        a controller may still create a pod or claim while its owner is being deleted, so each
+        pass deletes again what is there."""
+        if not names:
+            return
+        kinds = self._namespaced_kinds()
+        ordered = sorted(kinds, key=lambda k: (k not in FIRST_DELETED, k == PODS))
+
+        def delete_all() -> None:
+            for name in sorted(names):
+                for deployment in self.list(NEMOTRON_DEPLOYMENTS, name):
+                    if deployment["metadata"].get("finalizers"):
+                        self._delete(NEMOTRON_DEPLOYMENTS, name, deployment["metadata"]["name"])
+                for key in ordered:
+                    params = {"propagationPolicy": "Background"}
+                    if key == PODS:
+                        params["gracePeriodSeconds"] = "0"
+                    if key.plural in KEPT_IN_NAMESPACES:
+                        kept = KEPT_IN_NAMESPACES[key.plural]
+                        params["fieldSelector"] = f"metadata.name!={kept}"
+                    with contextlib.suppress(ApiStatusError):
+                        self.request("DELETE", KubeApi.path(key, name), params=params)
+
+        def left() -> list[str]:
+            return [
+                f"{key.plural} {name}/{obj['metadata']['name']}"
+                f" (finalizers {obj['metadata'].get('finalizers')})"
+                for name in names
+                for key in (PODS, CLAIMS, NEMOTRON_DEPLOYMENTS)
+                for obj in self.list(key, name)
+            ]
+
+        def emptied() -> bool:
+            if not left():
+                return True
+            delete_all()
+            return False
+
+        delete_all()
+        try:
+            self.wait_until(emptied, seconds=60, every=0.5, what=f"{sorted(names)} to empty")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; left: {left()}") from None
+
+    def _namespaced_kinds(self) -> list[ResourceKey]:
+        """Every namespaced resource kube-apiserver serves that can be deleted as a collection
+        (the preferred version of each group), from discovery."""
+        found: list[ResourceKey] = []
+        groups = [("", "v1")] + [
+            (g["name"], g["preferredVersion"]["version"])
+            for g in self.request("GET", "/apis")["groups"]
+        ]
+        for group, version in groups:
+            path = f"/apis/{group}/{version}" if group else "/api/v1"
+            found.extend(
+                ResourceKey(group, version, resource["name"])
+                for resource in self.request("GET", path)["resources"]
+                if resource.get("namespaced")
+                and "/" not in resource["name"]
+                and "deletecollection" in resource.get("verbs", [])
+            )
+        return found
+
+
+class ClusterPool:
+    """The session's running clusters, one per set of options. A test leases one; when more
+    than ``MAX_RUNNING`` would run, the least recently used one that no test holds is stopped."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._running: OrderedDict[str, Background[KubeCluster]] = OrderedDict()
+        self._leases: dict[str, int] = {}
+        self._baselines: dict[str, dict[ResourceKey, set[tuple[str, str]]]] = {}
+        self._count = 0
+
+    @contextlib.contextmanager
+    def lease(
+        self, options: dict[str, Any], workdir: Path, *, through_proxy: bool = True
+    ) -> Iterator[KubeHandle]:
+        """A handle on the cluster with these options (started if needed), whose reset puts
+        the cluster back to what it held when it started."""
+        key = json.dumps(options, sort_keys=True, default=str)
+        background = self._get(key, options)
+        self._leases[key] = self._leases.get(key, 0) + 1
+        try:
+            handle = KubeHandle(
+                background, workdir, through_proxy=through_proxy, baseline=self._baselines.get(key)
+            )
+            self._baselines.setdefault(key, handle.baseline)
+            yield handle
+        finally:
+            self._leases[key] -= 1
+
+    def _get(self, key: str, options: dict[str, Any]) -> Background[KubeCluster]:
+        if key in self._running:
+            self._running.move_to_end(key)
+            return self._running[key]
+        idle = [k for k in self._running if not self._leases.get(k)]
+        while len(self._running) >= MAX_RUNNING and idle:
+            stopped = idle.pop(0)
+            self._running.pop(stopped).__exit__(None, None, None)
+            self._baselines.pop(stopped, None)
+        self._count += 1
+        workdir = self.root / f"cluster-{self._count}"
+        settings = {k: v for k, v in options.items() if k != "purpose"}
+        background = Background(lambda: KubeCluster(workdir=workdir, **settings))
+        background.__enter__()
+        self._running[key] = background
+        return background
+
+    def stop(self) -> None:
+        while self._running:
+            _, background = self._running.popitem()
+            background.__exit__(None, None, None)
 
 
 @contextlib.contextmanager

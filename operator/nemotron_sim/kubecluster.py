@@ -308,6 +308,18 @@ class KubeCluster:
     def stub(self, namespace: str, pod: str) -> StubVllm | None:
         return None if self.kubelet is None else self.kubelet.stub(namespace, pod)
 
+    async def install_crds(self) -> list[str]:
+        """(Re)install the CRDs the cluster started with (a test may have deleted one)."""
+        assert self.api is not None
+        return await install_crds(self.api, [crd_dir(), *self.extra_crds])
+
+    def set_kv_cache_bias(self, bias: float) -> None:
+        """Stand-in vLLMs started from now on allocate ``bias`` more (+) or less (-) KV cache
+        than their own accounting (the operator's plan check reports it)."""
+        if self.kubelet is not None:
+            self.kubelet.settings = dataclasses.replace(self.kubelet.settings, kv_cache_bias=bias)
+        self.kubelet_settings = dataclasses.replace(self.kubelet_settings, kv_cache_bias=bias)
+
     def gpu_inventory(self) -> str:
         return ",".join(f"{g.product}:{g.gpus_per_node}x{g.nodes}" for g in self.groups)
 

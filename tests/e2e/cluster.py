@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from tests import polling
 from tests.helm import CHART, helm_env, run_helm
-from tests.integration.conftest import kubectl_binary, run_kubectl
+from tests.kubectl import kubectl_binary, run_kubectl
 
 if TYPE_CHECKING:
     from tests.kube import AuditEvent, KubeHandle

@@ -1,4 +1,4 @@
-"""The e2e tier: the session's simulated cluster on a real control plane (kind with KIND_E2E=1),
+"""The e2e tier: a simulated cluster on a real control plane of its own (kind with KIND_E2E=1),
 see tests/e2e/cluster.py."""
 
 from __future__ import annotations
@@ -16,10 +16,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[E2ECluster]:
-    simulated = None if KIND else request.getfixturevalue("kube_cluster")
-    with e2e_cluster(tmp_path_factory.mktemp("e2e"), simulated) as handle:
-        yield handle
+    """The cluster of the module: kind with KIND_E2E=1, else a simulated cluster of the e2e
+    suite's own (the chart installs the CRD into it, as on a fresh cluster)."""
+    workdir = tmp_path_factory.mktemp("e2e")
+    if KIND:
+        with e2e_cluster(workdir, None) as handle:
+            yield handle
+        return
+    from tests.kube import SHARED_OPTIONS
+
+    pool = request.getfixturevalue("cluster_pool")
+    with pool.lease(
+        {**SHARED_OPTIONS, "purpose": "e2e"}, workdir, through_proxy=False
+    ) as simulated:
+        try:
+            with e2e_cluster(workdir, simulated) as handle:
+                yield handle
+        finally:
+            simulated.reset()

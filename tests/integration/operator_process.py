@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.integration.conftest import SimClusterHandle
+from tests.kube import KubeHandle
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "crds"
@@ -62,7 +62,7 @@ def _get_json(url: str, timeout: float = 5.0) -> Any:
 class OperatorProcess:
     def __init__(
         self,
-        cluster: SimClusterHandle,
+        cluster: KubeHandle,
         log_path: Path,
         extra_args: Sequence[str] = (),
         env: dict[str, str] | None = None,
@@ -166,10 +166,10 @@ class OperatorProcess:
                 raise AssertionError(f"unexpected traceback in the operator's log:\n{excerpt}")
 
 
-def install_crds(cluster: SimClusterHandle) -> None:
+def install_crds(cluster: KubeHandle) -> None:
     cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
 
 
-def ensure_namespace(cluster: SimClusterHandle, namespace: str) -> None:
+def ensure_namespace(cluster: KubeHandle, namespace: str) -> None:
     manifest = f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
     cluster.kubectl("apply", "-f", "-", input=manifest)

@@ -96,7 +96,15 @@ class FaultProxy:
         )
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # A client that goes away ends its handler (a dead operator's watches are not relayed
+        # on); stopping waits for nothing.
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            handler_cancellation=True,
+            shutdown_timeout=1.0,
+        )
         await runner.setup()
         await web.TCPSite(runner, host, https_port, ssl_context=context).start()
         await web.TCPSite(runner, host, http_port).start()

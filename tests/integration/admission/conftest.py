@@ -126,16 +126,11 @@ def refused(answer: Answer, code: int = 422) -> Answer:
 @contextlib.contextmanager
 def _shared_cluster(request: pytest.FixtureRequest, workdir: Path) -> Iterator[KubeHandle]:
     """The session's shared cluster, held by this package for all its tests."""
-    try:
-        pool = request.getfixturevalue("cluster_pool")
-    except pytest.FixtureLookupError:  # kube_cluster is the session's fixture
-        handle: KubeHandle = request.getfixturevalue("kube_cluster")
-        yield handle
-        return
-    from tests.kube import SHARED_OPTIONS, KubeHandle
+    from tests.kube import SHARED_OPTIONS
 
-    with pool.lease({**SHARED_OPTIONS, "purpose": "shared"}) as background:
-        yield KubeHandle(background, workdir)
+    pool = request.getfixturevalue("cluster_pool")
+    with pool.lease({**SHARED_OPTIONS, "purpose": "shared"}, workdir) as handle:
+        yield handle
 
 
 def apply_crd(api: ApiServer, crd: dict[str, Any]) -> dict[str, Any]:

@@ -16,13 +16,13 @@ import yaml
 
 from nemotron_sim.controllers.kinds import PODS
 from tests.integration.cluster.manifests import vllm_statefulset
-from tests.integration.conftest import SimClusterHandle
+from tests.kube import KubeHandle
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_kubectl_sees_gpu_nodes_with_feature_discovery_labels(
-    sim_cluster: SimClusterHandle,
+    sim_cluster: KubeHandle,
 ) -> None:
     nodes = json.loads(sim_cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -36,7 +36,7 @@ def test_kubectl_sees_gpu_nodes_with_feature_discovery_labels(
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-L40S:4x1"}], indirect=True)
 def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
-    sim_cluster: SimClusterHandle,
+    sim_cluster: KubeHandle,
 ) -> None:
     manifest = yaml.safe_dump(vllm_statefulset("huge", gpus=8))
     sim_cluster.kubectl("apply", "-f", "-", input=manifest)
@@ -59,7 +59,7 @@ def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
 
 
 def test_a_rendered_example_becomes_ready_and_answers_through_its_service(
-    sim_cluster: SimClusterHandle, tmp_path: Path
+    sim_cluster: KubeHandle, tmp_path: Path
 ) -> None:
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(sim_cluster.kubectl("get", "nodes", "-o", "yaml").stdout)
@@ -112,7 +112,7 @@ def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:2x4"}], indirect=True)
 def test_a_multi_node_replica_runs_leader_and_headless_worker(
-    sim_cluster: SimClusterHandle, tmp_path: Path
+    sim_cluster: KubeHandle, tmp_path: Path
 ) -> None:
     """Two GPUs per node force TP 2 x PP 2 across two nodes: leader + worker StatefulSets."""
     nodes = tmp_path / "nodes.yaml"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import kubectl_binary
+from tests.kubectl import kubectl_binary
 
 ROOT = Path(__file__).resolve().parents[3]
 

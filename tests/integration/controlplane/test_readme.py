@@ -6,8 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.integration.conftest import kubectl_binary
 from tests.kube import KubeHandle
+from tests.kubectl import kubectl_binary
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 MARKER = "<!-- rbac-check:"

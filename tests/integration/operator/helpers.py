@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from nemotron_sim.kubeapi.resources import ResourceKey
-from tests.integration.conftest import SimClusterHandle
+from tests.kube import KubeHandle
 
 NDS = ResourceKey("serving.nemotron.io", "v1alpha1", "nemotrondeployments")
 STATEFULSETS = ResourceKey("apps", "v1", "statefulsets")
@@ -38,24 +38,24 @@ def deployment(name: str = "nano", **spec: Any) -> dict[str, Any]:
     }
 
 
-def apply(cluster: SimClusterHandle, obj: dict[str, Any]) -> None:
+def apply(cluster: KubeHandle, obj: dict[str, Any]) -> None:
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(obj))
 
 
-def status(cluster: SimClusterHandle, name: str = "nano") -> dict[str, Any]:
+def status(cluster: KubeHandle, name: str = "nano") -> dict[str, Any]:
     obj = cluster.get(NDS, NAMESPACE, name) or {}
     result: dict[str, Any] = obj.get("status") or {}
     return result
 
 
-def condition(cluster: SimClusterHandle, type_: str, name: str = "nano") -> dict[str, Any]:
+def condition(cluster: KubeHandle, type_: str, name: str = "nano") -> dict[str, Any]:
     for item in status(cluster, name).get("conditions") or []:
         if item["type"] == type_:
             return dict(item)
     return {}
 
 
-def wait_ready(cluster: SimClusterHandle, name: str = "nano", seconds: float = 45.0) -> None:
+def wait_ready(cluster: KubeHandle, name: str = "nano", seconds: float = 45.0) -> None:
     def ready() -> bool:
         found = status(cluster, name)
         return found.get("phase") == "Ready" and found.get("observedGeneration") == (
@@ -65,7 +65,5 @@ def wait_ready(cluster: SimClusterHandle, name: str = "nano", seconds: float = 4
     cluster.wait_until(ready, seconds=seconds, what=f"{name} Ready")
 
 
-def children(
-    cluster: SimClusterHandle, key: ResourceKey, name: str = "nano"
-) -> list[dict[str, Any]]:
+def children(cluster: KubeHandle, key: ResourceKey, name: str = "nano") -> list[dict[str, Any]]:
     return cluster.list(key, NAMESPACE, f"app.kubernetes.io/instance={name}")

@@ -348,7 +348,8 @@ class Versions:
 
     def __init__(self, operator: OperatorProcess, name: str) -> None:
         path = f"/apis/serving.nemotron.io/v1alpha1/namespaces/{NAMESPACE}/nemotrondeployments"
-        self._url = f"{operator.cluster.url}{path}?watch=true&timeoutSeconds=120"
+        url = f"{operator.cluster.url}{path}?watch=true&timeoutSeconds=120"
+        self._request = urllib.request.Request(url, headers=operator.cluster.auth_headers)  # noqa: S310
         self._name = name
         self.seen: list[dict[str, Any]] = []
         self._opened = threading.Event()
@@ -357,7 +358,7 @@ class Versions:
         assert self._opened.wait(10), "the watch did not open"
 
     def _run(self) -> None:
-        with urllib.request.urlopen(self._url, timeout=130) as response:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(self._request, timeout=130) as response:  # noqa: S310
             self._opened.set()
             for line in response:
                 obj = json.loads(line)["object"]

@@ -7,7 +7,6 @@ import pytest
 import yaml
 
 from nemotron_sim.controllers.kinds import NODES as NODE_KEY
-from tests.integration.conftest import SimClusterHandle
 from tests.integration.operator.helpers import (
     EVENTS,
     NAMESPACE,
@@ -23,6 +22,7 @@ from tests.integration.operator.helpers import (
     wait_ready,
 )
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
+from tests.kube import KubeHandle
 
 
 def _nd_writes(operator: OperatorProcess, since: int) -> list[dict[str, object]]:
@@ -144,7 +144,7 @@ def test_layout_change_from_two_nodes_to_one_deletes_the_worker_statefulset(
     assert status(cluster)["plan"]["nodesPerReplica"] == 1
 
 
-def _pools(cluster: SimClusterHandle) -> list[dict[str, object]]:
+def _pools(cluster: KubeHandle) -> list[dict[str, object]]:
     return cluster.list(NODE_POOLS, None, "app.kubernetes.io/instance=nano")
 
 

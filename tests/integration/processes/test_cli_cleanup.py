@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration.conftest import run_kubectl
+from tests.kubectl import run_kubectl
 
 # Writes its pid and a grandchild's, then sleeps: both must be gone once the cluster stops.
 SLEEPER = (

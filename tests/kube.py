@@ -53,6 +53,7 @@ CLUSTER_KINDS = (
     CRDS,
     ResourceKey("karpenter.sh", "v1", "nodepools"),
     ResourceKey("scheduling.k8s.io", "v1", "priorityclasses"),
+    ResourceKey("storage.k8s.io", "v1", "storageclasses"),
 )
 # Kinds a test may create in `default`.
 DEFAULT_KINDS = (

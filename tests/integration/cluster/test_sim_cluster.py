@@ -26,7 +26,7 @@ def test_kubectl_sees_gpu_nodes_with_feature_discovery_labels(
 ) -> None:
     nodes = json.loads(sim_cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
     by_name = {n["metadata"]["name"]: n for n in nodes}
-    assert sorted(by_name) == ["sim-b200-0", "sim-h200-0", "sim-h200-1"]
+    assert sorted(by_name) == ["sim-b200-0", "sim-h200-0", "sim-h200-1", "sim-system-0"]
     b200 = by_name["sim-b200-0"]
     assert b200["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-B200"
     assert b200["metadata"]["labels"]["nvidia.com/gpu.memory"] == "183359"
@@ -50,10 +50,13 @@ def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
             "jsonpath={.status.conditions[?(@.type=='PodScheduled')].message}",
             check=False,
         )
-        return result.stdout.strip() if result.returncode == 0 else ""
+        # First "pod has unbound immediate PersistentVolumeClaims", until the claim is bound.
+        message = result.stdout.strip() if result.returncode == 0 else ""
+        return message if "Insufficient" in message else ""
 
-    message = sim_cluster.wait_until(reason, what="a PodScheduled message")
-    assert message == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    message = sim_cluster.wait_until(reason, what="kube-scheduler's Insufficient message")
+    # The GPU node has 4, the system node none: kube-scheduler's own words.
+    assert message.startswith("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
     phase = sim_cluster.kubectl("get", "pod", "huge-0", "-o", "jsonpath={.status.phase}")
     assert phase.stdout == "Pending"
 
@@ -101,7 +104,7 @@ def test_a_rendered_example_becomes_ready_and_answers_through_its_service(
 
 
 def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    assert url.startswith("http://127.")  # loopback only
+    assert url.startswith("http://10.")  # a ClusterIP inside the test's network namespace
     request = urllib.request.Request(  # noqa: S310 - an http:// loopback URL, checked above
         url, json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
@@ -132,9 +135,25 @@ def test_a_multi_node_replica_runs_leader_and_headless_worker(
         "metadata": {"name": "hf-token", "namespace": "ai"},
         "stringData": {"token": "hf_simulated"},
     }
-    applied = sim_cluster.kubectl(
-        "apply", "-f", "-", input=yaml.safe_dump_all([namespace, token, *documents])
-    ).stdout
+    # What the example names and a cluster must have: its StorageClass (served by the simulated
+    # provisioner; without it the claims stay Pending and so do the pods) and its PriorityClass
+    # (without it kube-apiserver's Priority admission refuses the pods: the StatefulSets
+    # create none).
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "fast-nvme"},
+        "provisioner": "sim.nemotron.io/local",
+        "volumeBindingMode": "Immediate",
+    }
+    priority = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "inference-high"},
+        "value": 1000000,
+    }
+    objects = [namespace, token, storage_class, priority, *documents]
+    applied = sim_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(objects)).stdout
     # Every rendered object is accepted, the Prometheus Operator's PodMonitor included.
     assert "podmonitor.monitoring.coreos.com/super-vl-bf16 created" in applied
     # The example pins a zone; pods wait Unschedulable until the nodes carry it.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark the operator against the SIMULATED cluster: how fast and how quietly it converges.
 
-Starts ``python -m nemotron_sim.homemade_cli`` (the home-made API server; its own process, enough
-8x H200 nodes) and the operator (a real process: ``--operator-cmd``), then measures and prints a
-table, and writes JSON:
+Enters a network namespace of its own, starts ``python -m nemotron_sim`` in it (the real control
+plane — etcd, kube-apiserver, kube-controller-manager, kube-scheduler — with enough simulated 8x
+H200 nodes, kubelets and stand-in vLLMs) and the operator (a real process: ``--operator-cmd``,
+through the cluster's fault proxy), then measures and prints a table, and writes JSON:
 
 1. convergence: N NemotronDeployments (the Nano example, 1 GPU each) created at once across 20
    namespaces — time from each create to its children applied with ``status.plan`` written, and
@@ -11,9 +12,11 @@ table, and writes JSON:
 2. the floor, in the same run, before the operator starts: this client makes the same writes
    itself (plan, ``render_all`` with an owner, one server-side apply per child, ``status.plan``);
    the operator's time ÷ the floor's;
-3. API efficiency: requests by verb per deployment (counted by the API stand-in per client,
-   ``/_sim/request-counts``), writes per deployment at convergence, writes while idle;
-4. footprint: operator RSS and CPU seconds (/proc), idle CPU, RSS growth while idle;
+3. API efficiency: requests by verb per deployment (counted per client by the fault proxy in
+   front of kube-apiserver, ``/_sim/request-counts``), writes per deployment at convergence,
+   writes while idle;
+4. footprint: operator RSS and CPU seconds (/proc), idle CPU, RSS growth while idle; the CPU of
+   the control plane (its four processes) and of the simulator process, apart;
 5. restart: a restarted operator's resync time and the writes it makes;
 6. the planner: plans per second over the whole catalog (``hack/bench-plan.py``).
 
@@ -48,10 +51,11 @@ sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
+from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
 from opbench import report  # noqa: E402
-from opbench.api import CRD_PATH, Client, bounded, not_bench  # noqa: E402
+from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
-from opbench.procs import SimCluster  # noqa: E402
+from opbench.procs import CpuMeter, SimCluster  # noqa: E402
 from opbench.run import OperatorPhases, lat, wall  # noqa: E402
 from opbench.workload import (  # noqa: E402
     expected_children,
@@ -104,20 +108,23 @@ async def floor_phase(
         await setup_namespaces(client, collector, keys, gpus)
         namespaces |= {k[0] for k in keys}
         await client.reset_counts()
-        sim_cpu, own_cpu = sim.cpu_seconds(), time.process_time()
+        meter = CpuMeter(sim)
         start = time.perf_counter()
         await bounded(
             [functools.partial(floor_reconcile, client, collector, k, gpus) for k in keys],
             args.concurrency,
         )
         await collector.wait(keys, "converged", args.timeout)
+        spent = meter.spent()
         counts = await client.counts()
         out["batches"][str(size)] = {
             "converged": lat(collector, keys, "converged"),
             "converged_wall_s": wall(collector, keys, "converged", start),
             "requests_per_deployment": round(counts.total(lambda a: not not_bench(a)) / size, 2),
-            "cluster_cpu_s_to_converge": round(sim.cpu_seconds() - sim_cpu, 2),
-            "bench_cpu_s_to_converge": round(time.process_time() - own_cpu, 2),
+            "cluster_cpu_s_to_converge": spent["cluster"],
+            "control_plane_cpu_s_to_converge": spent["control_plane"],
+            "simulator_cpu_s_to_converge": spent["simulator"],
+            "bench_cpu_s_to_converge": spent["bench"],
         }
     out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
     return out
@@ -141,16 +148,28 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix="nemotron-bench-op-") as tmp:
         sim = SimCluster(args.nodes, Path(tmp), env)
         try:
-            sim.wait_ready()
-            results["cluster"] = {"nodes": args.nodes, "rss_mib_start": round(sim.rss_mib(), 1)}
-            connector = aiohttp.TCPConnector(limit=args.concurrency + 16)
+            report.say(f"starting the simulated cluster ({args.nodes})")
+            await asyncio.to_thread(sim.wait_ready)
+            assert sim.api is not None
+            assert sim.proxy is not None
+            results["cluster"] = {
+                "nodes": args.nodes,
+                "start_s": round(time.perf_counter() - sim.started, 1),
+                "rss_mib_start": round(sim.rss_mib(), 1),
+                "control_plane_rss_mib_start": round(sim.control_plane_rss_mib(), 1),
+            }
+            connector = aiohttp.TCPConnector(limit=args.concurrency + 16, ssl=sim.api.ssl_context())
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
             async with aiohttp.ClientSession(
                 connector=connector, timeout=timeout, read_bufsize=2**22
             ) as session:
-                client = Client(session, sim.url)
-                for crd in sorted((ROOT / "crds").glob("*.yaml")):
-                    await client.send("POST", CRD_PATH, yaml.safe_load(crd.read_text()))
+                client = Client(session, sim.api.url, sim.proxy.url, sim.api.token)
+                crds = sorted((ROOT / "crds").glob("*.yaml"))
+                await client.install_crds(yaml.safe_load(c.read_text()) for c in crds)
+                warm_up = await client.warm_up(manifest("default", "warm-up"))
+                results["cluster"]["first_create_s"] = round(warm_up, 2)
+                idle = await control_plane_idle(sim)
+                results["cluster"]["control_plane_idle_cpu_percent"] = round(100 * idle, 1)
                 collector = Collector(client)
                 await collector.start()
                 gpus = await inventory(client)
@@ -159,18 +178,34 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 operator_env = {
                     **env,
                     **OPERATOR_ENV,
-                    "KUBECONFIG": str(sim.kubeconfig),
+                    # The operator reaches kube-apiserver through the fault proxy, which counts
+                    # its requests.
+                    "KUBECONFIG": str(sim.proxy_kubeconfig),
                     **args.operator_env,
                 }
                 phases = OperatorPhases(client, collector, sim, args, env=operator_env, gpus=gpus)
+                phases.control_plane_idle = idle
                 await phases.run(results)
                 results["floor"]["ratio"] = ratios(results)
                 results["cluster"]["cpu_s_total"] = round(sim.cpu_seconds(), 1)
+                results["cluster"]["control_plane_cpu_s_total"] = {
+                    name: round(seconds, 1) for name, seconds in sim.control_plane_cpu().items()
+                }
                 results["cluster"]["rss_mib_end"] = round(sim.rss_mib(), 1)
+                results["cluster"]["control_plane_rss_mib_end"] = round(
+                    sim.control_plane_rss_mib(), 1
+                )
                 results["collector_watch_events"] = collector.events
                 await collector.stop()
         finally:
             sim.stop()
+
+
+async def control_plane_idle(sim: SimCluster, seconds: float = 3.0) -> float:
+    """The control plane's CPU (cores) with nothing to do but the nodes' Lease renewals."""
+    before = sim.control_plane_cpu_seconds()
+    await asyncio.sleep(seconds)
+    return (sim.control_plane_cpu_seconds() - before) / seconds
 
 
 def ratios(results: dict[str, Any]) -> dict[str, dict[str, float | None]]:
@@ -263,6 +298,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    # Before any thread starts: the cluster started below, the operator and this client then
+    # share a network namespace where the cluster's 10.x addresses are local (none outside).
+    try:
+        netns.enter()
+    except (netns.NamespaceError, OSError) as error:
+        print(f"bench-operator: cannot make a network namespace: {error}", file=sys.stderr)
+        return 3
     results: dict[str, Any] = {
         "machine": report.machine(),
         "config": {k: v for k, v in vars(args).items() if k not in ("json",)},

@@ -159,11 +159,10 @@ class Collector:
             if first:
                 self._synced += 1
                 first = False
-            url = (f"{self.client.url}{path}{separator}watch=1&allowWatchBookmarks=true"
+            url = (f"{self.client.api_url}{path}{separator}watch=1&allowWatchBookmarks=true"
                    f"&resourceVersion={version}&timeoutSeconds=3600")  # fmt: skip
-            headers = {"User-Agent": "nemotron-bench/1"}
             with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with self.client.session.get(url, headers=headers) as response:
+                async with self.client.session.get(url, headers=self.client.headers()) as response:
                     async for line in response.content:
                         if not line.strip():
                             continue

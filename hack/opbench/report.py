@@ -135,11 +135,10 @@ def print_table(results: dict[str, Any]) -> None:
               f"{_fmt(ratio.get('converged_p50'))} (p50)")  # fmt: skip
     for size, row in (_get(results, "convergence", "batches") or {}).items():
         base = _get(results, "floor", "batches", size) or {}
-        print(f"CPU s to converge N={size}: floor window: cluster "
-              f"{_fmt(base.get('cluster_cpu_s_to_converge'))}, benchmark "
-              f"{_fmt(base.get('bench_cpu_s_to_converge'))}; operator window: operator "
-              f"{_fmt(row.get('operator_cpu_s_to_converge'))}, cluster "
-              f"{_fmt(row.get('cluster_cpu_s_to_converge'))}, benchmark "
+        print(f"CPU s to converge N={size}: floor window: cluster {_cluster_cpu(base)}, "
+              f"benchmark {_fmt(base.get('bench_cpu_s_to_converge'))}; operator window: "
+              f"operator {_fmt(row.get('operator_cpu_s_to_converge'))}, cluster "
+              f"{_cluster_cpu(row)}, benchmark "
               f"{_fmt(row.get('bench_cpu_s_to_converge'))}")  # fmt: skip
     api = results.get("api") or {}
     for size, row in (api.get("batches") or {}).items():
@@ -157,7 +156,9 @@ def print_table(results: dict[str, Any]) -> None:
               f"CPU {_fmt(foot.get('cpu_s_to_converge'), ' s')} to converge, idle CPU "
               f"{_fmt(foot.get('idle_cpu_percent'), ' %')}, RSS growth "
               f"{_fmt(foot.get('rss_growth_mib'), ' MiB')} over "
-              f"{_fmt(foot.get('idle_rss_seconds'), ' s')} idle")  # fmt: skip
+              f"{_fmt(foot.get('idle_rss_seconds'), ' s')} idle; the cluster meanwhile: "
+              f"control plane {_fmt(foot.get('control_plane_idle_cpu_percent'), ' %')}, "
+              f"simulator {_fmt(foot.get('simulator_idle_cpu_percent'), ' %')}")  # fmt: skip
     restart = results.get("restart") or {}
     if restart and "error" not in restart:
         print(f"restart: resync {_fmt(restart.get('resync_s'), ' s')}, "
@@ -171,6 +172,13 @@ def print_table(results: dict[str, Any]) -> None:
         mark = {True: "met", False: "MISSED", None: "not measured"}[row["met"]]
         print(f"  target {row['target']:52s} {row['goal']:>11s}  "
               f"measured {_fmt(row['measured']):>10s}  {mark}")  # fmt: skip
+
+
+def _cluster_cpu(row: dict[str, Any]) -> str:
+    """The cluster's CPU seconds: control plane + simulator (one process before)."""
+    return (f"{_fmt(row.get('cluster_cpu_s_to_converge'))} (control plane "
+            f"{_fmt(row.get('control_plane_cpu_s_to_converge'))} + simulator "
+            f"{_fmt(row.get('simulator_cpu_s_to_converge'))})")  # fmt: skip
 
 
 def _rows(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

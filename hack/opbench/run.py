@@ -10,7 +10,8 @@ from typing import Any
 from opbench import report
 from opbench.api import GROUP_PATH, Client, RequestCounts, not_bench
 from opbench.collector import Collector, Key
-from opbench.procs import Child, SimCluster
+from opbench.procs import Child, CpuMeter, SimCluster
+from opbench.statusdiff import status_changes
 from opbench.workload import create, expected_children, layout, manifest
 
 _START_SECONDS = 60.0
@@ -34,6 +35,9 @@ class OperatorPhases:
     ) -> None:
         self.client, self.collector, self.sim, self.args = client, collector, sim, args
         self.env, self.gpus = env, gpus
+        # The control plane's CPU over a second when nothing happens (node Leases, its own
+        # loops): quiet() waits for the cluster to be back near it.
+        self.control_plane_idle = 0.0
         self.operator: Child | None = None
         self.log_tails: list[str] = []
 
@@ -148,7 +152,7 @@ class OperatorPhases:
         await self.quiet()
         operator = self.running()
         await self.client.reset_counts()
-        cpu, sim_cpu, own_cpu = operator.cpu_seconds(), self.sim.cpu_seconds(), time.process_time()
+        cpu, meter = operator.cpu_seconds(), CpuMeter(self.sim)
         start = time.perf_counter()
         gate = asyncio.Semaphore(self.args.concurrency)
 
@@ -161,12 +165,12 @@ class OperatorPhases:
         converged = await self.wait(keys, "converged", self.args.timeout)
         at_convergence = await self.client.counts()
         cpu_converged = operator.cpu_seconds() - cpu
-        # The three processes share the machine's cores: what each spent in this window.
-        sim_cpu_converged = self.sim.cpu_seconds() - sim_cpu
-        own_cpu_converged = time.process_time() - own_cpu
+        # The processes share the machine's cores: what each spent in this window.
+        to_converge = meter.spent()
         rss_converged = operator.rss_mib()
         ready = converged and await self.wait(keys, "ready", self.args.timeout)
         at_ready = await self.client.counts()
+        to_ready = meter.spent()
         row: dict[str, Any] = {
             "create_wall_s": round(created, 2),
             "converged": lat(self.collector, keys, "converged"),
@@ -174,10 +178,15 @@ class OperatorPhases:
             "ready": lat(self.collector, keys, "ready"),
             "ready_wall_s": wall(self.collector, keys, "ready", start),
             "operator_cpu_s_to_converge": round(cpu_converged, 2),
-            "cluster_cpu_s_to_converge": round(sim_cpu_converged, 2),
-            "bench_cpu_s_to_converge": round(own_cpu_converged, 2),
+            # cluster = control plane + simulator (one process before the real control plane)
+            "cluster_cpu_s_to_converge": to_converge["cluster"],
+            "control_plane_cpu_s_to_converge": to_converge["control_plane"],
+            "simulator_cpu_s_to_converge": to_converge["simulator"],
+            "bench_cpu_s_to_converge": to_converge["bench"],
             "operator_cpu_s_to_ready": round(operator.cpu_seconds() - cpu, 2),
-            "cluster_cpu_s_to_ready": round(self.sim.cpu_seconds() - sim_cpu, 2),
+            "cluster_cpu_s_to_ready": to_ready["cluster"],
+            "control_plane_cpu_s_to_ready": to_ready["control_plane"],
+            "simulator_cpu_s_to_ready": to_ready["simulator"],
             "operator_rss_mib": round(operator.rss_mib(), 1),
         }
         if not converged or not ready:
@@ -200,15 +209,20 @@ class OperatorPhases:
             row["delete_s"] = await self.delete({k[0] for k in keys})
 
     async def quiet(self, limit: float = 60.0) -> float:
-        """Wait until the cluster and the operator each use under 20 % of a CPU over a second
-        (the previous phase's deletions and pods settle first); seconds waited, at most
-        ``limit``."""
+        """Wait until the simulator and the operator each use under 20 % of a CPU over a
+        second, and the control plane under 20 % more than when idle (the previous phase's
+        deletions and pods settle first); seconds waited, at most ``limit``."""
         start = time.perf_counter()
         operator = self.running()
         while time.perf_counter() - start < limit:
             sim, own = self.sim.cpu_seconds(), operator.cpu_seconds()
+            plane = self.sim.control_plane_cpu_seconds()
             await asyncio.sleep(1.0)
-            if self.sim.cpu_seconds() - sim < 0.2 and operator.cpu_seconds() - own < 0.2:
+            if (
+                self.sim.cpu_seconds() - sim < 0.2
+                and operator.cpu_seconds() - own < 0.2
+                and self.sim.control_plane_cpu_seconds() - plane < self.control_plane_idle + 0.2
+            ):
                 break
         return round(time.perf_counter() - start, 1)
 
@@ -230,7 +244,7 @@ class OperatorPhases:
         cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()
         start = time.perf_counter()
         rss_samples = [rss_start]
-        cluster_cpu = self.sim.cpu_seconds()
+        meter = CpuMeter(self.sim)
         at_writes: RequestCounts | None = None
         while (elapsed := time.perf_counter() - start) < rss_window:
             if at_writes is None and elapsed >= writes_window:
@@ -241,6 +255,7 @@ class OperatorPhases:
         whole = await self.client.counts()
         at_writes = at_writes or whole
         seconds = time.perf_counter() - start
+        cluster = meter.spent()
         results["api"]["idle"] = {
             "seconds": writes_window,
             "writes": at_writes.writes(not_bench),
@@ -252,9 +267,9 @@ class OperatorPhases:
             "status_changes": status_changes(before, await self.statuses()),
         }
         results["footprint"].update(
-            cluster_idle_cpu_percent=round(
-                100 * (self.sim.cpu_seconds() - cluster_cpu) / seconds, 1
-            ),
+            cluster_idle_cpu_percent=round(100 * cluster["cluster"] / seconds, 1),
+            control_plane_idle_cpu_percent=round(100 * cluster["control_plane"] / seconds, 1),
+            simulator_idle_cpu_percent=round(100 * cluster["simulator"] / seconds, 1),
             idle_cpu_percent=round(100 * (operator.cpu_seconds() - cpu) / seconds, 2),
             idle_rss_seconds=round(seconds, 1),
             rss_mib_idle_start=round(rss_start, 1),
@@ -345,39 +360,6 @@ def reads_of_deployments(counts: RequestCounts) -> int:
         for r in counts.of(not_bench)
         if (r["verb"], r["resource"]) == ("get", "nemotrondeployments")
     )
-
-
-def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Dotted paths to leaves; conditions keyed by their type, other lists by index."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out |= flatten(item, f"{prefix}.{key}" if prefix else key)
-        return out
-    if isinstance(value, list):
-        out = {}
-        for index, item in enumerate(value):
-            label = item.get("type", index) if isinstance(item, dict) else index
-            out |= flatten(item, f"{prefix}[{label}]")
-        return out
-    return {prefix: value}
-
-
-def status_changes(before: dict[Key, Any], after: dict[Key, Any]) -> dict[str, Any]:
-    """Which status fields differ after the restart, and in how many deployments: the evidence
-    for a write the restart should not have made."""
-    paths: dict[str, int] = {}
-    example: dict[str, Any] = {}
-    changed = 0
-    for key, old in before.items():
-        new_flat, old_flat = flatten(after.get(key) or {}), flatten(old)
-        differing = {p for p in old_flat.keys() | new_flat.keys()
-                     if old_flat.get(p) != new_flat.get(p)}  # fmt: skip
-        changed += bool(differing)
-        for path in differing:
-            paths[path] = paths.get(path, 0) + 1
-            example.setdefault(path, [old_flat.get(path), new_flat.get(path)])
-    return {"deployments": changed, "paths": dict(sorted(paths.items())), "example": example}
 
 
 def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:

@@ -81,7 +81,7 @@ async def floor_reconcile(
         await client.apply(obj, FLOOR_MANAGER)
     plan = result.plan.model_dump(mode="json", by_alias=True, exclude_none=True)
     path = object_path_of_deployment(key) + "/status"
-    await client.send("PATCH", path, {"status": {"plan": plan}}, MERGE)
+    await client.send("PATCH", path, {"status": {"plan": plan}}, MERGE, via_proxy=True)
 
 
 def object_path_of_deployment(key: Key) -> str:

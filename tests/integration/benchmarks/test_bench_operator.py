@@ -1,7 +1,9 @@
 """``hack/bench-operator.py --tiny`` keeps working: it runs end to end and writes every section.
 
-Figures are not asserted (speed is read from the published benchmark, not unit-tested); what is
-checked is that each measurement produced numbers, so the benchmark cannot silently rot.
+It starts its own simulated cluster on the real control plane (``python -m nemotron_sim``, in
+this session's network namespace) and the operator through the cluster's fault proxy. Figures
+are not asserted (speed is read from the published benchmark, not unit-tested); what is checked
+is that each measurement produced numbers, so the benchmark cannot silently rot.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 SECTIONS = ("machine", "config", "convergence", "floor", "api", "footprint", "restart", "planner")
 
@@ -21,7 +25,7 @@ def run_tiny(tmp_path: Path, *extra: str) -> dict[str, Any]:
     completed = subprocess.run(
         [sys.executable, str(ROOT / "hack" / "bench-operator.py"), "--tiny",
          "--json", str(output), *extra],
-        capture_output=True, text=True, timeout=240, check=False,
+        capture_output=True, text=True, timeout=420, check=False,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "operator benchmark" in completed.stdout  # the table was printed
@@ -43,9 +47,24 @@ def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path)
         assert batch["converged"]["n"] == 3, source
         assert batch["converged_wall_s"] > 0, source
     assert results["convergence"]["batches"]["3"]["ready"]["n"] == 3
+    # The cluster's CPU, apart: the control plane's four processes and the simulator.
+    cluster = results["cluster"]
+    assert set(cluster["control_plane_cpu_s_total"]) == {
+        "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"
+    }  # fmt: skip
+    assert cluster["control_plane_cpu_s_total"]["kube-apiserver"] > 0
+    assert cluster["control_plane_rss_mib_start"] > 0
+    batch = results["convergence"]["batches"]["3"]
+    assert batch["control_plane_cpu_s_to_ready"] > 0
+    assert batch["cluster_cpu_s_to_ready"] == pytest.approx(
+        batch["control_plane_cpu_s_to_ready"] + batch["simulator_cpu_s_to_ready"], abs=0.02
+    )
     assert results["floor"]["ratio"]["3"]["converged_wall"] > 0
     api = results["api"]
-    assert api["batches"]["3"]["per_deployment_by_verb"]["apply"] >= 4  # 4 children each
+    # Counted by the fault proxy the operator goes through: its applies, 4 children each, and
+    # the watch it opened on NemotronDeployments (kopf's).
+    assert api["batches"]["3"]["per_deployment_by_verb"]["apply"] >= 4
+    assert results["restart"]["by_verb_and_resource"]["watch nemotrondeployments"] >= 1
     assert api["idle"]["seconds"] > 0
     assert isinstance(api["idle"]["writes"], int)
     footprint = results["footprint"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nemotron_operator.render.all import KIND_ORDER
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -45,15 +47,20 @@ POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonito
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 
-# Every kind render_all can produce, in its apply order; the optional ones (served only when their
-# CRD is installed) are looked up in discovery before use.
-CHILD_RESOURCES: tuple[Resource, ...] = (
-    NODE_POOLS,
-    PERSISTENT_VOLUME_CLAIMS,
-    SERVICES,
-    STATEFULSETS,
-    POD_DISRUPTION_BUDGETS,
-    POD_MONITORS,
+# Every kind render_all can produce, in its apply order (``render.all.KIND_ORDER``); the optional
+# ones (served only when their CRD is installed) are looked up in discovery before use.
+CHILD_RESOURCES: tuple[Resource, ...] = tuple(
+    sorted(
+        (
+            NODE_POOLS,
+            PERSISTENT_VOLUME_CLAIMS,
+            SERVICES,
+            STATEFULSETS,
+            POD_DISRUPTION_BUDGETS,
+            POD_MONITORS,
+        ),
+        key=lambda resource: KIND_ORDER.index(resource.kind),
+    )
 )
 OPTIONAL_RESOURCES: frozenset[Resource] = frozenset({NODE_POOLS, POD_MONITORS})
 

@@ -10,8 +10,9 @@ from nemotron_operator.render.inputs import PlanResultLike, RenderOptions
 from nemotron_operator.render.names import Names
 from nemotron_operator.render.workload import build_statefulsets
 
-# Apply order: capacity first (a NodePool starts provisioning), then storage, the Services the
-# StatefulSets name, the workloads, and what watches them.
+# The apply order, stated once (the controller's child kinds follow it too): capacity first (a
+# NodePool starts provisioning), then storage, the Services the StatefulSets name, the workloads,
+# and what watches them. render_all returns its objects sorted by it.
 KIND_ORDER = (
     "NodePool",
     "PersistentVolumeClaim",
@@ -39,7 +40,7 @@ def render_all(
         max_model_len=plan.max_model_len,
     )
     names = Names(deployment.metadata.name, deployment.metadata.namespace)
-    settings = engine.resolve(deployment, plan, result.model)
+    settings = engine.resolve_serve_settings(deployment, plan, result.model)
     weight_bytes = plan.weights_total_bytes
     extra = (
         {} if options.plugin_digest is None else {"reasoningParserPlugin": options.plugin_digest}
@@ -64,4 +65,5 @@ def render_all(
         for obj in objects:
             if "namespace" in obj["metadata"]:
                 obj["metadata"]["ownerReferences"] = [reference]
-    return objects
+    # A stable sort: objects of one kind keep the order they were built in (leader first).
+    return sorted(objects, key=lambda obj: KIND_ORDER.index(obj["kind"]))

@@ -32,12 +32,13 @@ class Distributed:
 
 
 @dataclass(frozen=True)
-class EngineSettings:
-    """Spec defaults resolved against the model and the plan."""
+class ServeSettings:
+    """What the ``vllm serve`` command takes besides the spec's engine fields and the plan: the
+    spec's defaults resolved against the model. (The engine settings of the memory model are
+    ``sizing.EngineSettings``; the MTP draft tokens it resolves reach the command in the plan.)"""
 
     served_name: str
     model_path: str
-    speculative_tokens: int
     reasoning_parser: str | None
     plugin_file: str | None  # path of the mounted plugin file
     tool_call_parser: str | None
@@ -56,7 +57,9 @@ def model_path(deployment: NemotronDeployment) -> str:
     return f"{MODEL_MOUNT}/{deployment.spec.model.id}"
 
 
-def resolve(deployment: NemotronDeployment, plan: Plan, model: ModelFacts) -> EngineSettings:
+def resolve_serve_settings(
+    deployment: NemotronDeployment, plan: Plan, model: ModelFacts
+) -> ServeSettings:
     spec = deployment.spec
     engine = spec.engine
     plugin = engine.reasoning_parser_plugin
@@ -68,10 +71,9 @@ def resolve(deployment: NemotronDeployment, plan: Plan, model: ModelFacts) -> En
         reasoning = model.default_reasoning_parser
     tools = engine.tool_call_parser or model.default_tool_call_parser
     multimodal = engine.multimodal
-    return EngineSettings(
+    return ServeSettings(
         served_name=spec.model.served_name or deployment.metadata.name,
         model_path=model_path(deployment),
-        speculative_tokens=plan.speculative_tokens,
         reasoning_parser=reasoning,
         plugin_file=None if plugin is None else f"{PLUGIN_MOUNT}/{plugin.file_name}",
         tool_call_parser=None if tools == OFF else tools,
@@ -90,7 +92,7 @@ def _json(value: object) -> str:
 def serve_args(
     deployment: NemotronDeployment,
     plan: Plan,
-    settings: EngineSettings,
+    settings: ServeSettings,
     distributed: Distributed | None = None,
 ) -> list[str]:
     """Arguments after ``vllm serve``: the model path, then the flags."""
@@ -117,8 +119,8 @@ def serve_args(
     args.append(
         "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching"
     )
-    if settings.speculative_tokens > 0:
-        spec = {"method": "mtp", "num_speculative_tokens": settings.speculative_tokens}
+    if plan.speculative_tokens > 0:
+        spec = {"method": "mtp", "num_speculative_tokens": plan.speculative_tokens}
         args += ["--speculative-config", _json(spec)]
     if settings.plugin_file is not None:
         args += ["--reasoning-parser-plugin", settings.plugin_file]

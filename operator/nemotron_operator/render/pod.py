@@ -21,7 +21,7 @@ from nemotron_operator.render.engine import (
     PLUGIN_MOUNT,
     SERVE_PORT,
     Distributed,
-    EngineSettings,
+    ServeSettings,
     serve_args,
 )
 from nemotron_operator.render.names import Names
@@ -122,7 +122,7 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
-def _env(settings: EngineSettings, distributed: Distributed | None) -> list[dict[str, Any]]:
+def _env(settings: ServeSettings, distributed: Distributed | None) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": SCRATCH_MOUNT},
         # Weights are local; the server needs no network access to the Hub.
@@ -183,7 +183,7 @@ def _tolerations(deployment: NemotronDeployment) -> list[dict[str, Any]]:
 def build_vllm_container(
     deployment: NemotronDeployment,
     plan: Plan,
-    settings: EngineSettings,
+    settings: ServeSettings,
     *,
     gpus: int,
     weight_bytes: int,
@@ -209,7 +209,7 @@ def build_vllm_container(
 def build_pod_template(
     deployment: NemotronDeployment,
     plan: Plan,
-    settings: EngineSettings,
+    settings: ServeSettings,
     names: Names,
     *,
     pod_labels: dict[str, str],

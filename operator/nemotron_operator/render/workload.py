@@ -18,7 +18,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, Plan
 from nemotron_operator.render import names as n
 from nemotron_operator.render import storage
-from nemotron_operator.render.engine import Distributed, EngineSettings
+from nemotron_operator.render.engine import Distributed, ServeSettings
 from nemotron_operator.render.names import Names
 from nemotron_operator.render.pod import build_pod_template
 
@@ -95,7 +95,7 @@ def _statefulset(
 def build_statefulsets(
     deployment: NemotronDeployment,
     plan: Plan,
-    settings: EngineSettings,
+    settings: ServeSettings,
     names: Names,
     *,
     weight_bytes: int,

@@ -148,9 +148,6 @@ class ChildCache:
         not served, whatever the cached discovery says."""
         return frozenset(r for (r, _), i in self._informers.items() if i.not_served)
 
-    def follows(self, resource: Resource, namespace: str | None) -> bool:
-        return self._informer(resource, namespace) is not None
-
     def of_instance(
         self, resource: Resource, namespace: str, instance: str
     ) -> list[dict[str, Any]] | None:

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube import KubeClient, writes
 from nemotron_operator.kube.resources import CHILD_RESOURCES, NODE_POOLS, Resource, resource_of
 from nemotron_operator.render import names as n
 
@@ -97,15 +97,11 @@ class Cache(Protocol):
 
 
 async def read_instance(
-    kube: KubeClient,
-    resource: Resource,
-    namespace: str,
-    instance: str,
-    cache: Cache | None = None,
+    kube: KubeClient, cache: Cache, resource: Resource, namespace: str, instance: str
 ) -> list[dict[str, Any]]:
     """The managed objects of one kind with this instance label: from the watch cache when it
     follows the kind, else listed from the API server."""
-    cached = cache.of_instance(resource, namespace, instance) if cache is not None else None
+    cached = cache.of_instance(resource, namespace, instance)
     if cached is not None:
         return cached
     selector = f"{n.INSTANCE}={instance},{n.MANAGED_BY_LABEL}={n.MANAGED_BY}"
@@ -115,19 +111,18 @@ async def read_instance(
 
 async def read_live(
     kube: KubeClient,
-    namespace: str,
+    cache: Cache,
     names: n.Names,
     *,
     uid: str,
     served: frozenset[Resource],
-    cache: Cache | None = None,
 ) -> Live:
     owner_key = f"{names.namespace}/{names.deployment}"
     live = Live()
     for resource in CHILD_RESOURCES:
         if resource not in served:
             continue
-        for obj in await read_instance(kube, resource, namespace, names.instance, cache):
+        for obj in await read_instance(kube, cache, resource, names.namespace, names.instance):
             if owned_by(obj, uid, owner_key):
                 live.objects[(resource, obj["metadata"]["name"])] = obj
     return live
@@ -137,16 +132,15 @@ async def read_live(
 class SyncResult:
     applied: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # kinds the cluster does not serve
 
 
 async def sync(
     kube: KubeClient,
+    cache: Cache,
     desired: list[dict[str, Any]],
     live: Live,
     *,
     served: frozenset[Resource],
-    cache: Cache | None = None,
 ) -> SyncResult:
     """Apply each desired object that is missing or differs; delete owned children that are no
     longer desired (a NodePool only through :func:`delete_node_pools`, by the caller)."""
@@ -156,20 +150,14 @@ async def sync(
         resource = resource_of(obj)
         name = obj["metadata"]["name"]
         if resource not in served:
-            result.skipped.append(f"{obj['kind']}/{name}")
-            continue
+            continue  # a PodMonitor or NodePool whose CRD is not installed
         wanted.add((resource, name))
         final = stamped(obj)
         if not up_to_date(live.objects.get((resource, name)), final):
-            answer = await kube.apply(resource, final)
-            if cache is not None:
-                cache.stored(resource, answer)
+            cache.stored(resource, await writes.apply_child(kube, resource, final))
             result.applied.append(f"{obj['kind']}/{name}")
     for (resource, name), obj in live.objects.items():
-        if (resource, name) in wanted:
-            continue
-        namespace = obj["metadata"].get("namespace")
-        if await kube.delete(resource, namespace, name, uid=obj["metadata"].get("uid")):
+        if (resource, name) not in wanted and await writes.delete_child(kube, resource, obj):
             result.deleted.append(f"{resource.kind}/{name}")
     return result
 
@@ -178,6 +166,5 @@ async def delete_node_pools(kube: KubeClient, live: Live) -> bool:
     """Delete this deployment's NodePools; True once none is left."""
     pools = live.of(NODE_POOLS)
     for pool in pools:
-        metadata = pool["metadata"]
-        await kube.delete(NODE_POOLS, None, metadata["name"], uid=metadata.get("uid"))
+        await writes.delete_child(kube, NODE_POOLS, pool)
     return not pools

@@ -1,19 +1,18 @@
-"""Kubernetes Events on a NemotronDeployment when a condition changes (status or reason).
+"""Which condition changes of a NemotronDeployment get a Kubernetes Event, and of which type.
 
-Messages come from the status computation, which never reads a Secret: at most a Secret's name
-appears (``secret "hf-token" not found``), never a value.
+The Events are posted through ``kube.writes.post_event``. Messages come from the status
+computation, which never reads a Secret: at most a Secret's name appears
+(``secret "hf-token" not found``), never a value.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from nemotron_operator.api import Condition
-from nemotron_operator.kube import KubeClient
-from nemotron_operator.kube.resources import EVENTS, NEMOTRON_DEPLOYMENTS
+from nemotron_operator.kube import KubeClient, writes
 
 # A condition in this state is bad news: a Warning Event; anything else is Normal.
 _WARNING = {
@@ -22,8 +21,6 @@ _WARNING = {
     ("Degraded", "True"),
     ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
 }
-_COMPONENT = "nemotron-operator"
-
 
 # Ready=False for these reasons is progress, not trouble: a Normal Event.
 _PROGRESS = frozenset({"LoadingModel", "WaitingForPods", "RolloutInProgress", "NotPlanned"})
@@ -37,42 +34,6 @@ def event_type(condition: Condition) -> str:
     return "Normal"
 
 
-def event_body(
-    involved: Mapping[str, Any], type_: str, reason: str, message: str, now: datetime
-) -> dict[str, Any]:
-    """An Event about a NemotronDeployment (``involved``: its metadata)."""
-    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{involved['name']}.{secrets.token_hex(8)}",
-            "namespace": involved["namespace"],
-        },
-        "involvedObject": {
-            "apiVersion": NEMOTRON_DEPLOYMENTS.api_version,
-            "kind": NEMOTRON_DEPLOYMENTS.kind,
-            "name": involved["name"],
-            "namespace": involved["namespace"],
-            "uid": involved.get("uid"),
-            "resourceVersion": involved.get("resourceVersion"),
-        },
-        "type": type_,
-        "reason": reason,
-        "message": message[:1024],
-        "source": {"component": _COMPONENT},
-        "reportingComponent": _COMPONENT,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
-
-
-def build_event(owner: dict[str, Any], condition: Condition, now: datetime) -> dict[str, Any]:
-    message = f"{condition.type}={condition.status}: {condition.message}"
-    return event_body(owner["metadata"], event_type(condition), condition.reason, message, now)
-
-
 def worth_an_event(before: Condition | None, after: Condition) -> bool:
     """Warnings, every change of Ready, and recoveries from a warning: not every condition's
     first value (a healthy create posts two Events, not five)."""
@@ -81,16 +42,27 @@ def worth_an_event(before: Condition | None, after: Condition) -> bool:
     return before is not None and event_type(before) == "Warning"
 
 
+def event_message(condition: Condition) -> str:
+    return f"{condition.type}={condition.status}: {condition.message}"
+
+
 async def post_events(
     kube: KubeClient,
-    owner: dict[str, Any],
+    involved: Mapping[str, Any],
     before: list[Condition],
     changed: list[Condition],
     now: datetime,
 ) -> None:
+    """An Event for each changed condition worth one (``involved``: the object's metadata)."""
     previous = {c.type: c for c in before}
     for condition in changed:
         if not worth_an_event(previous.get(condition.type), condition):
             continue
-        event = build_event(owner, condition, now)
-        await kube.create(EVENTS, owner["metadata"]["namespace"], event)
+        await writes.post_event(
+            kube,
+            involved,
+            type_=event_type(condition),
+            reason=condition.reason,
+            message=event_message(condition),
+            now=now,
+        )

@@ -17,28 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from nemotron_operator.kube import ApiError, KubeClient
+from nemotron_operator.kube import ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import LEASES
+from nemotron_operator.kube.timestamps import parse_time
 
 logger = logging.getLogger(__name__)
-
-
-def _micro(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    text = value.rstrip("Z")
-    for pattern in ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S"):
-        try:
-            return datetime.strptime(text, pattern).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    return None
 
 
 class LeaseGuard:
@@ -54,42 +38,29 @@ class LeaseGuard:
         self.holder: str | None = None
         self._renewed_at = -1e9  # event-loop time of the last successful take or renewal
 
-    def _spec(self, now: datetime, previous: dict[str, Any] | None) -> dict[str, Any]:
-        spec = dict(previous or {})
-        taking_over = spec.get("holderIdentity") != self.identity
-        spec["holderIdentity"] = self.identity
-        spec["leaseDurationSeconds"] = max(1, round(self.duration))
-        spec["renewTime"] = _micro(now)
-        if taking_over:
-            spec["acquireTime"] = _micro(now)
-            spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (
-                1 if previous else 0
-            )
-        return spec
-
     async def try_acquire(self) -> bool:
         """One attempt to take or renew the Lease; True while this process holds it."""
         now = datetime.now(UTC)
         lease = await self._kube.get(LEASES, self._namespace, self._name)
-        if lease is None:
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": self._name, "namespace": self._namespace},
-                "spec": self._spec(now, None),
-            }
-            await self._kube.create(LEASES, self._namespace, body)
-            return True
-        spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or None
-        renewed = _parse(spec.get("renewTime"))
-        duration = float(spec.get("leaseDurationSeconds") or self.duration)
-        expired = renewed is None or renewed + timedelta(seconds=duration) < now
-        self.holder = holder
-        if holder not in (None, self.identity) and not expired:
-            return False
-        lease["spec"] = self._spec(now, spec)
-        await self._kube.replace(LEASES, self._namespace, lease)  # 409 if someone was faster
+        if lease is not None:
+            spec = lease.get("spec") or {}
+            holder = spec.get("holderIdentity") or None
+            renewed = parse_time(spec.get("renewTime"))
+            duration = float(spec.get("leaseDurationSeconds") or self.duration)
+            expired = renewed is None or renewed + timedelta(seconds=duration) < now
+            self.holder = holder
+            if holder not in (None, self.identity) and not expired:
+                return False
+        # Creates it, or updates the version read: 409 if someone was faster.
+        await writes.write_lease(
+            self._kube,
+            self._namespace,
+            self._name,
+            lease,
+            identity=self.identity,
+            duration=self.duration,
+            now=now,
+        )
         return True
 
     async def run(self) -> None:
@@ -149,8 +120,6 @@ class LeaseGuard:
                 lease is not None
                 and (lease.get("spec") or {}).get("holderIdentity") == self.identity
             ):
-                lease["spec"]["holderIdentity"] = None
-                lease["spec"]["renewTime"] = None
-                await self._kube.replace(LEASES, self._namespace, lease)
+                await writes.release_lease(self._kube, lease)
         except ApiError as exc:
             logger.warning("could not release Lease %s/%s: %s", self._namespace, self._name, exc)

@@ -21,7 +21,7 @@ class WorkQueue:
         self._processing: set[Key] = set()
         self._changed = asyncio.Event()
         self._not_before: dict[Key, float] = {}
-        self.attempts: dict[Key, int] = {}
+        self._attempts: dict[Key, int] = {}  # failures in a row, for the back-off
 
     def __len__(self) -> int:
         return len(self._due)
@@ -40,9 +40,14 @@ class WorkQueue:
         self._due.pop(key, None)
         self.add(key, delay)
 
+    def failed(self, key: Key) -> int:
+        """Count a failed attempt; how many have failed in a row (1 for the first)."""
+        attempt = self._attempts[key] = self._attempts.get(key, 0) + 1
+        return attempt
+
     def forget(self, key: Key) -> None:
         """After a success: reset the attempt count and the retry floor."""
-        self.attempts.pop(key, None)
+        self._attempts.pop(key, None)
         self._not_before.pop(key, None)
 
     async def get(self) -> Key:

@@ -1,33 +1,34 @@
 """The one reconcile: read the NemotronDeployment → GPU inventory → plan → render → apply what
-differs → observe → status (written only when it changed) → Events for condition changes.
+differs → readiness, scrapes and autoscaler → status (written only when it changed) → Events for
+condition changes.
 
 Level-based: it reads everything it needs each time and never looks at what changed since the
 last run, so it is safe to run any number of times, for any reason (a create, an edit, a child's
 event, the resync timer, a restart). API errors propagate as ``ApiError`` for the worker to
-re-queue with a delay; an invalid or infeasible spec is not an error but a status.
+re-queue with a delay; an invalid or infeasible spec is not an error but a status. Every write
+goes through ``kube.writes``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import ValidationError
-
-from nemotron_operator.api import DEFAULT_IMAGE, NemotronDeployment, NemotronDeploymentStatus
-from nemotron_operator.api.errors import SpecError, parse_deployment
+from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
+from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children
+from nemotron_operator.controller import children, desired
+from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
+from nemotron_operator.controller.desired import Planned
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
-from nemotron_operator.controller.observability import Observability
+from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import Action, ApiError, KubeClient
+from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
@@ -38,23 +39,22 @@ from nemotron_operator.kube.resources import (
     Resource,
     resource_of,
 )
-from nemotron_operator.render import RenderError, RenderOptions, render_all
+from nemotron_operator.kube.timestamps import format_time
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
-from nemotron_operator.render.inputs import Owner
-from nemotron_operator.sizing import PlanningError, PlanResult, plan_deployment
+from nemotron_operator.sizing import GpuInventory
 from nemotron_operator.status import (
     Problem,
     StatusInputs,
+    assess_readiness,
     check_capacity,
     compute_status,
     flipped,
-    observe,
 )
 
 FINALIZER = f"{n.DOMAIN}/node-pool-cleanup"
-INVALID_SPEC = "InvalidSpec"
 DISCOVERY_TTL = 30.0
+_EVENT_OWNER_FIELDS = ("name", "namespace", "uid", "resourceVersion")  # an Event's involvedObject
 logger = logging.getLogger(__name__)
 
 
@@ -67,78 +67,51 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     status_written: bool = False
     status: NemotronDeploymentStatus | None = None
-    plan_result: PlanResult | None = None
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
     created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
     backoff: float | None = None  # re-queue no sooner than this (a refused apply)
 
 
-def _pools_left(live: children.Live, deleted: list[str]) -> list[dict[str, Any]]:
-    """This deployment's NodePools that the reconcile did not just delete."""
-    return [p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted]
+@dataclass(frozen=True)
+class _Read:
+    """What one reconcile read and decided before touching the children."""
 
+    raw: dict[str, Any]
+    names: n.Names
+    previous: NemotronDeploymentStatus | None  # the status stored, as the models read it
+    deployment: NemotronDeployment | None  # None: the spec does not parse
+    inventory: GpuInventory
+    planned: Planned | None
+    problem: Problem | None  # why there is no plan
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.names.namespace, self.names.deployment
 
-
-def _timestamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse(raw: dict[str, Any]) -> NemotronDeployment:
-    metadata = raw.get("metadata") or {}
-    keep = {
-        k: metadata[k]
-        for k in ("name", "namespace", "labels", "generation", "uid")
-        if k in metadata
-    }
-    return parse_deployment(
-        {
-            "apiVersion": raw.get("apiVersion"),
-            "kind": raw.get("kind"),
-            "metadata": keep,
-            "spec": raw.get("spec"),
-        }
-    )
-
-
-def _previous_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
-    try:
-        return NemotronDeploymentStatus.model_validate(raw.get("status") or {})
-    except ValidationError:
-        return None
-
-
-def _key(raw: dict[str, Any]) -> tuple[str, str]:
-    return raw["metadata"]["namespace"], raw["metadata"]["name"]
-
-
-def _merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """A JSON merge patch turning ``old`` into ``new``: a key no longer set is sent as null, at
-    every depth (a merge patch merges nested objects, so e.g. a throughput figure that became
-    None would otherwise linger)."""
-    body: dict[str, Any] = {}
-    for key, value in new.items():
-        before = old.get(key)
-        if isinstance(value, dict) and isinstance(before, dict):
-            body[key] = _merge_patch(before, value)
-        else:
-            body[key] = value
-    for key in old:
-        body.setdefault(key, None)
-    return body
+    @property
+    def karpenter(self) -> bool:
+        spec = self.deployment.spec if self.deployment is not None else None
+        return spec is not None and spec.node_pool.provisioner == "Karpenter"
 
 
 class Reconciler:
-    def __init__(self, kube: KubeClient, config: OperatorConfig) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        config: OperatorConfig,
+        *,
+        cache: children.Cache,
+        scraper: Scraper,
+        autoscaler: Autoscaler,
+    ) -> None:
         self.kube = kube
         self.config = config
+        self.cache = cache  # the watch cache: children and pods without a request
+        self.scraper = scraper
+        self.autoscaler = autoscaler
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
         self._served: frozenset[Resource] | None = None
         self._served_at = -1e9
-        self.observability: Observability | None = None  # set by the runtime
-        self.cache: children.Cache | None = None  # the watch cache, set by the runtime
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
@@ -148,9 +121,8 @@ class Reconciler:
                 if await self.kube.served(resource):
                     found.add(resource)
             self._served, self._served_at = frozenset(found), time.monotonic()
-        if self.cache is not None:  # a CRD removed since discovery: its watch got a 404
-            return self._served - self.cache.unserved()
-        return self._served
+        # A CRD removed since discovery: its watch got a 404.
+        return self._served - self.cache.unserved()
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
         raw = await self.kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
@@ -158,110 +130,68 @@ class Reconciler:
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             return await self._finalize(raw)
-        return await self._converge(raw)
+        return await self._converge(await self._read(raw))
 
-    def _plan(
-        self, deployment: NemotronDeployment, inventory: Any
-    ) -> tuple[PlanResult | None, list[dict[str, Any]], Problem | None]:
-        try:
-            result = plan_deployment(deployment.spec, inventory=inventory)
-        except PlanningError as exc:
-            where = f"{exc.field}: " if exc.field else ""
-            return None, [], Problem(exc.reason, where + exc.message)
-        metadata = deployment.metadata
-        options = RenderOptions(
-            owner=Owner(name=metadata.name, uid=metadata.uid or ""),
-            allow_remote_code=self.config.allow_remote_code,
-        )
-        try:
-            objects = render_all(deployment, result, options)
-        except RenderError as exc:
-            return None, [], Problem(INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
-        return result, objects, None
-
-    async def _converge(self, raw: dict[str, Any]) -> Outcome:
+    async def _read(self, raw: dict[str, Any]) -> _Read:
+        """Parse, read the GPU inventory, plan and render."""
         metadata = raw["metadata"]
-        namespace, name = metadata["namespace"], metadata["name"]
-        names = n.Names(name, namespace)
-        problem: Problem | None = None
-        result: PlanResult | None = None
-        desired: list[dict[str, Any]] = []
+        names = n.Names(metadata["name"], metadata["namespace"])
         deployment: NemotronDeployment | None = None
+        found: Planned | Problem | None = None
         try:
-            deployment = _parse(raw)
+            deployment = desired.parse(raw, default_image=self.config.default_image)
         except SpecError as exc:
-            problem = Problem(INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
-        inventory = await self.inventory.read(namespace, names.instance)
+            found = Problem(desired.INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
+        inventory = await self.inventory.read(names.namespace, names.instance)
         if deployment is not None:
-            if deployment.spec.engine.image == DEFAULT_IMAGE != self.config.default_image:
-                engine = deployment.spec.engine.model_copy(
-                    update={"image": self.config.default_image}
-                )
-                spec = deployment.spec.model_copy(update={"engine": engine})
-                deployment = deployment.model_copy(update={"spec": spec})
             # Planning and rendering are pure CPU work (tens of milliseconds, more for large
             # searches): off the event loop, so watches, renewals and probes keep their pace.
-            result, desired, problem = await asyncio.to_thread(self._plan, deployment, inventory)
+            found = await asyncio.to_thread(
+                desired.plan_and_render,
+                deployment,
+                inventory,
+                allow_remote_code=self.config.allow_remote_code,
+            )
+        return _Read(
+            raw,
+            names,
+            desired.stored_status(raw),
+            deployment,
+            inventory,
+            planned=found if isinstance(found, Planned) else None,
+            problem=found if isinstance(found, Problem) else None,
+        )
+
+    async def _converge(self, read: _Read) -> Outcome:
+        raw, names = read.raw, read.names
         served = await self.served()
         live = await children.read_live(
-            self.kube, namespace, names, uid=metadata["uid"], served=served, cache=self.cache
+            self.kube, self.cache, names, uid=raw["metadata"]["uid"], served=served
         )
         outcome = Outcome(
-            "ok" if problem is None else "infeasible",
-            plan_result=result,
-            created=metadata.get("creationTimestamp"),
+            "ok" if read.problem is None else "infeasible",
+            created=raw["metadata"].get("creationTimestamp"),
         )
         apply_error: str | None = None
-        karpenter = deployment is not None and deployment.spec.node_pool.provisioner == "Karpenter"
-        if result is not None:
+        # While the spec cannot be planned nothing is applied or deleted: the pods of an earlier
+        # spec keep serving, and status says why nothing changes.
+        if read.planned is not None:
+            desired = read.planned.desired
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
             apply_error = await self._sync(desired, live, served, outcome)
-            if not wants_pool and not _pools_left(live, outcome.deleted):
+            deleted = set(outcome.deleted)
+            pools_left = [
+                p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted
+            ]
+            if not wants_pool and not pools_left:
                 await self._drop_finalizer(raw)
-        pods = await children.read_instance(self.kube, PODS, namespace, names.instance, self.cache)
-        observation = None
-        capacity = None
-        node_pool = None
-        if result is not None and deployment is not None:
-            plan = result.plan
-            observation = observe(
-                desired_replicas=plan.replicas,
-                nodes_per_replica=plan.nodes_per_replica,
-                expected_statefulsets=[
-                    o["metadata"]["name"] for o in desired if resource_of(o) == STATEFULSETS
-                ],
-                statefulsets=live.of(STATEFULSETS),
-                pods=pods,
-            )
-            capacity = check_capacity(inventory, plan, karpenter=karpenter)
-            node_pool = NodePoolStatus.model_validate(
-                {
-                    "gpuProduct": plan.gpu_product,
-                    "gpusPerNode": plan.gpus_per_node,
-                    "nodes": plan.nodes,
-                    "provisioner": deployment.spec.node_pool.provisioner,
-                    "objectName": names.node_pool if karpenter else None,
-                }
-            )
-        replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
-        inputs = StatusInputs(
-            generation=metadata.get("generation"),
-            replicas=result.plan.replicas if result is not None else replicas,
-            selector=n.leader_selector_string(names),
-            endpoint=names.endpoint(SERVE_PORT),
-            plan=result.plan if result is not None else None,
-            problem=problem,
-            capacity=capacity,
-            karpenter=karpenter,
-            node_pool=node_pool,
-            observation=observation,
-            apply_error=apply_error,
+        pods = await children.read_instance(
+            self.kube, self.cache, PODS, names.namespace, names.instance
         )
-        # The metrics scraper's part (throughput, planCheck, PlanAccurate, autoscaler capacity).
-        inputs = await self._with_observed(raw, deployment, result, pods, inputs)
-        await self._write_status(raw, inputs, outcome)
+        inputs = await self._status_inputs(read, live, pods, apply_error)
+        await self._write_status(raw, inputs, read.previous, outcome)
         return outcome
 
     async def _sync(
@@ -273,7 +203,7 @@ class Reconciler:
     ) -> str | None:
         """Apply and prune the children; what the server refused, for status."""
         try:
-            synced = await children.sync(self.kube, desired, live, served=served, cache=self.cache)
+            synced = await children.sync(self.kube, self.cache, desired, live, served=served)
         except ApiError as exc:
             if exc.status == 404:
                 # A kind discovery said was served is not (its CRD was just removed): look
@@ -289,104 +219,115 @@ class Reconciler:
         outcome.applied, outcome.deleted = synced.applied, synced.deleted
         return None
 
-    async def _with_observed(
+    async def _status_inputs(
         self,
-        raw: dict[str, Any],
-        deployment: NemotronDeployment | None,
-        result: PlanResult | None,
+        read: _Read,
+        live: children.Live,
         pods: list[dict[str, Any]],
-        inputs: StatusInputs,
+        apply_error: str | None,
     ) -> StatusInputs:
-        """What the metrics scraper contributes to status (controller.observability): a ready
-        serving pod never sampled is scraped first, so this status carries its figures."""
-        if self.observability is None:
-            return inputs
-        fit = None
-        if inputs.capacity is not None and result is not None and not inputs.karpenter:
-            fit = inputs.capacity.slots_free // max(1, result.plan.nodes_per_replica)
-        observation = inputs.observation
-        parts = await self.observability.seen(
-            raw,
-            deployment,
-            result.plan if result is not None else None,
-            pods,
-            ready_replicas=observation.ready_replicas if observation is not None else 0,
-            replicas_that_fit=fit,
-            previous=_previous_status(raw),
+        """Everything status is computed from, once: the plan, the children's readiness, the
+        capacity, and what the scraper and the autoscaler contribute. A ready serving pod never
+        sampled is scraped first, so this status carries its figures."""
+        raw, names, deployment = read.raw, read.names, read.deployment
+        plan = read.planned.result.plan if read.planned is not None else None
+        readiness = capacity = node_pool = None
+        replicas_that_fit = None
+        if read.planned is not None and plan is not None and deployment is not None:
+            readiness = assess_readiness(
+                desired_replicas=plan.replicas,
+                nodes_per_replica=plan.nodes_per_replica,
+                expected_statefulsets=[
+                    o["metadata"]["name"]
+                    for o in read.planned.desired
+                    if resource_of(o) == STATEFULSETS
+                ],
+                statefulsets=live.of(STATEFULSETS),
+                pods=pods,
+            )
+            capacity = check_capacity(read.inventory, plan, karpenter=read.karpenter)
+            if not read.karpenter:
+                replicas_that_fit = capacity.slots_free // max(1, plan.nodes_per_replica)
+            node_pool = NodePoolStatus.model_validate(
+                {
+                    "gpuProduct": plan.gpu_product,
+                    "gpusPerNode": plan.gpus_per_node,
+                    "nodes": plan.nodes,
+                    "provisioner": deployment.spec.node_pool.provisioner,
+                    "objectName": names.node_pool if read.karpenter else None,
+                }
+            )
+        spec_replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
+        scraped = await self.scraper.seen(read.key, plan, pods, read.previous)
+        autoscale_problem = self.autoscaler.seen(
+            read.key,
+            AutoscaleView(
+                owner={k: raw["metadata"].get(k) for k in _EVENT_OWNER_FIELDS},
+                autoscaling=deployment.spec.autoscaling if deployment is not None else None,
+                plan=plan,
+                replicas=spec_replicas,
+                ready_replicas=readiness.ready_replicas if readiness is not None else 0,
+                replicas_that_fit=replicas_that_fit,
+            ),
         )
-        accurate = parts.plan_accurate
-        return dataclasses.replace(
-            inputs,
-            throughput=parts.throughput,
-            plan_check=parts.plan_check,
+        accurate = scraped.plan_accurate
+        return StatusInputs(
+            generation=raw["metadata"].get("generation"),
+            replicas=plan.replicas if plan is not None else spec_replicas,
+            selector=n.leader_selector_string(names),
+            endpoint=names.endpoint(SERVE_PORT),
+            plan=plan,
+            problem=read.problem,
+            capacity=capacity,
+            karpenter=read.karpenter,
+            node_pool=node_pool,
+            readiness=readiness,
+            apply_error=apply_error,
+            throughput=scraped.throughput,
+            plan_check=scraped.plan_check,
             plan_accurate=None
             if accurate is None
             else (accurate.status, accurate.reason, accurate.message),
-            autoscale_capacity_problem=parts.capacity_problem,
+            autoscale_capacity_problem=autoscale_problem,
         )
 
     async def _write_status(
-        self, raw: dict[str, Any], inputs: StatusInputs, outcome: Outcome
+        self,
+        raw: dict[str, Any],
+        inputs: StatusInputs,
+        previous: NemotronDeploymentStatus | None,
+        outcome: Outcome,
     ) -> None:
-        previous = _previous_status(raw)
-        moment = _now()
-        status = compute_status(inputs, previous, now=_timestamp(moment))
+        moment = datetime.now(UTC)
+        status = compute_status(inputs, previous, now=format_time(moment))
         outcome.status = status
         new_wire = status.to_wire()
-        old_wire = previous.to_wire() if previous is not None else None
+        old_wire = previous.to_wire() if previous is not None else {}
         if new_wire == old_wire:
             return
-        old = old_wire or {}
-        changed = sorted(k for k in {*new_wire, *old} if new_wire.get(k) != old.get(k))
-        logger.debug("%s/%s: status changes in %s", *_key(raw), changed)
-        body = _merge_patch(raw.get("status") or {}, new_wire)
+        changed = sorted(k for k in {*new_wire, *old_wire} if new_wire.get(k) != old_wire.get(k))
         metadata = raw["metadata"]
-        patch = {"metadata": {"resourceVersion": metadata["resourceVersion"]}, "status": body}
-        await self.kube.patch(
-            NEMOTRON_DEPLOYMENTS,
-            metadata["namespace"],
-            metadata["name"],
-            patch,
-            subresource="status",
+        logger.debug(
+            "%s/%s: status changes in %s", metadata["namespace"], metadata["name"], changed
         )
+        await writes.patch_status(self.kube, raw, new_wire)
         outcome.status_written = True
         before = list(previous.conditions) if previous is not None else []
-        await post_events(self.kube, raw, before, flipped(before, status.conditions), moment)
+        await post_events(self.kube, metadata, before, flipped(before, status.conditions), moment)
 
-    async def _patch_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
-        """Set ``metadata.finalizers`` if the object is still the version read: a JSON patch
-        whose ``test`` fails (422) means someone wrote first, which is a conflict (re-read and
-        retry soon), not a bad request."""
-        metadata = raw["metadata"]
-        ops: list[dict[str, Any]] = [
-            {
-                "op": "test",
-                "path": "/metadata/resourceVersion",
-                "value": metadata["resourceVersion"],
-            },
-            {"op": "add", "path": "/metadata/finalizers", "value": value},
-        ]
-        try:
-            updated = await self.kube.patch(
-                NEMOTRON_DEPLOYMENTS, metadata["namespace"], metadata["name"], ops, json_patch=True
-            )
-        except ApiError as exc:
-            if exc.status == 422:
-                raise ApiError(409, "Conflict", exc.message, exc.method, exc.url) from exc
-            raise
-        raw["metadata"] = updated.get("metadata", metadata)
+    async def _set_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
+        updated = await writes.set_finalizers(self.kube, raw, value)
+        raw["metadata"] = updated.get("metadata", raw["metadata"])
 
     async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
         current = list(raw["metadata"].get("finalizers") or [])
         if FINALIZER not in current:
-            await self._patch_finalizers(raw, [*current, FINALIZER])
+            await self._set_finalizers(raw, [*current, FINALIZER])
 
-    async def _drop_finalizer(self, raw: dict[str, Any]) -> bool:
+    async def _drop_finalizer(self, raw: dict[str, Any]) -> None:
         current = list(raw["metadata"].get("finalizers") or [])
-        if FINALIZER not in current:
-            return False
-        await self._patch_finalizers(raw, [f for f in current if f != FINALIZER])
-        return True
+        if FINALIZER in current:
+            await self._set_finalizers(raw, [f for f in current if f != FINALIZER])
 
     async def _finalize(self, raw: dict[str, Any]) -> Outcome:
         """Deletion: the namespaced children go by garbage collection (owner references); the
@@ -395,15 +336,9 @@ class Reconciler:
         if FINALIZER not in (metadata.get("finalizers") or []):
             return Outcome("gone")
         names = n.Names(metadata["name"], metadata["namespace"])
-        served = await self.served()
-        pools = frozenset({NODE_POOLS}) & served
+        pools = frozenset({NODE_POOLS}) & await self.served()
         live = await children.read_live(
-            self.kube,
-            metadata["namespace"],
-            names,
-            uid=metadata["uid"],
-            served=pools,
-            cache=self.cache,
+            self.kube, self.cache, names, uid=metadata["uid"], served=pools
         )
         if not await children.delete_node_pools(self.kube, live):
             return Outcome(

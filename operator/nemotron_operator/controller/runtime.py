@@ -13,30 +13,27 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 
 import kopf
 from prometheus_client import REGISTRY
 
 from nemotron_operator.controller import shutdown
+from nemotron_operator.controller.autoscaler import Autoscaler
 from nemotron_operator.controller.child_cache import ChildCache
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
-from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.reconcile import Outcome, Reconciler
+from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.telemetry import OperatorMetrics
+from nemotron_operator.telemetry.deployment_series import DeploymentSeries
 from nemotron_operator.telemetry.watches import count_watch_restarts
 
 logger = logging.getLogger("nemotron_operator")
-
-# Called after every reconcile with (key, outcome or None on error, seconds): the metrics hook.
-ReconcileObserver = Callable[[Key, Outcome | None, float], None]
-observers: list[ReconcileObserver] = []
 CACHE_DISCOVERY_SECONDS = 30.0
 CACHE_SYNC_WAIT_SECONDS = 10.0
 RECONCILE_TIMEOUT_SECONDS = 120.0  # a reconcile takes well under a second; a bound, not a budget
@@ -47,17 +44,19 @@ class Controller:
         self.config = config
         self.kube = kube
         self.queue = WorkQueue()
-        self.reconciler = Reconciler(kube, config)
         self.metrics = OperatorMetrics(REGISTRY)
-        self.observability = Observability(kube, config, self.queue, self.metrics)
-        self.reconciler.observability = self.observability
+        self.series = DeploymentSeries(self.metrics)
         self.cache = ChildCache(
             kube,
             config.namespaces,
             enqueue=self.queue.add,
             on_restart=self.metrics.watch_restarted,
         )
-        self.reconciler.cache = self.cache
+        self.autoscaler = Autoscaler(kube, self.queue)
+        self.scraper = Scraper(config, self.queue, self.metrics, after_tick=self.autoscaler.tick)
+        self.reconciler = Reconciler(
+            kube, config, cache=self.cache, scraper=self.scraper, autoscaler=self.autoscaler
+        )
         kube.on_response = self.metrics.api_request
         count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
@@ -155,32 +154,31 @@ class Controller:
                 self.queue.retry(key, self.config.retry_max_seconds)
             except Exception:
                 logger.exception("reconcile of %s/%s failed unexpectedly", *key)
-                attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
+                attempt = self.queue.failed(key)
                 self.queue.retry(key, min(self.config.retry_max_seconds, 2.0**attempt))
             finally:
                 self.queue.done(key)
                 self.health.worked()
-                elapsed = time.monotonic() - started
-                self._observe(key, outcome, elapsed)
-                for observer in observers:
-                    observer(key, outcome, elapsed)
+                self._record(key, outcome, time.monotonic() - started)
 
-    def _observe(self, key: Key, outcome: Outcome | None, elapsed: float) -> None:
-        """The operator's reconcile metrics, and the deployment's readiness and plan series
-        (removed once it is gone)."""
+    def _record(self, key: Key, outcome: Outcome | None, elapsed: float) -> None:
+        """The operator's reconcile metrics and the deployment's readiness and plan series; a
+        deployment that is gone is forgotten by every part that kept something of it."""
         self.metrics.reconcile_finished(outcome.result if outcome else "error", elapsed)
         if outcome is None:
             return
         if outcome.result in ("gone", "finalized"):
-            self.observability.forget(key)
+            self.scraper.forget(key)
+            self.autoscaler.forget(key)
+            self.series.forget(key)
         else:
-            self.observability.reconciled(key, outcome.status, outcome.created)
+            self.series.reconciled(key, outcome.status, outcome.created)
 
     def _retry(self, key: Key, exc: ApiError) -> None:
         if exc.action is Action.GONE:
             logger.info("%s/%s: %s (gone; nothing to do until it changes)", *key, exc)
             return
-        attempt = self.queue.attempts[key] = self.queue.attempts.get(key, 0) + 1
+        attempt = self.queue.failed(key)
         if exc.action is Action.REPORT:
             delay = self.config.retry_max_seconds
         else:
@@ -267,7 +265,7 @@ async def run_operator(config: OperatorConfig) -> int:
         ]
         if controller.lease is not None:
             tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
-        tasks.append(asyncio.create_task(controller.observability.run(), name="observability"))
+        tasks.append(asyncio.create_task(controller.scraper.run(), name="scraping"))
         tasks.append(
             asyncio.create_task(
                 shutdown.reclaim_signals_when(kopf_ready, stop_requested), name="signals"

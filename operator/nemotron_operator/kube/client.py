@@ -1,7 +1,9 @@
 """``KubeClient``: the only place the operator talks to the API server (besides kopf's watches).
 
-Reads (get, list, discovery), server-side apply with ``fieldManager: nemotron-operator`` and
-``force``, delete with a uid precondition, merge and JSON patches, creates (Events, Leases).
+Reads (get, list, watch, discovery) and the write verbs: server-side apply with ``fieldManager:
+nemotron-operator`` and ``force``, delete with a uid precondition, merge and JSON patches, create
+and replace. The write verbs are called by ``kube/writes.py`` only, which names each write the
+operator makes and builds its body.
 Every failure is an :class:`ApiError`; a 404 on a read is ``None``. Nothing retries here: the
 controller re-queues the object with a delay, so no handler ever sleeps. Bodies are never
 logged (a pod template names Secrets; Events and logs must not carry more than that).
@@ -32,8 +34,6 @@ class KubeClient:
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=10.0)
         self._session: aiohttp.ClientSession | None = None
         self._watch_session: aiohttp.ClientSession | None = None
-        self.requests = 0  # for metrics and tests
-        self.writes = 0
         # Called with (method, HTTP status) after every answer: the API request metrics.
         self.on_response: Callable[[str, int], None] | None = None
 
@@ -74,9 +74,6 @@ class KubeClient:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body)
-        self.requests += 1
-        if method != "GET":
-            self.writes += 1
         try:
             async with self._session.request(
                 method, self._connection.server + url, params=params, data=data, headers=headers
@@ -162,7 +159,6 @@ class KubeClient:
             headers["Authorization"] = authorization
         url = resource.collection_url(namespace)
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30.0, sock_connect=10.0)
-        self.requests += 1
         try:
             async with self._watch_session.get(
                 self._connection.server + url, params=params, headers=headers, timeout=timeout

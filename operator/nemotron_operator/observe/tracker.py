@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from nemotron_operator.api.plan import Plan
 from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.observe import change, plan_check
-from nemotron_operator.observe.autoscale import AutoscaleState
 from nemotron_operator.observe.plan_check import ObservedCache, PlanCheckResult
 from nemotron_operator.observe.samples import PodSample
 from nemotron_operator.observe.throughput import ThroughputFigures, aggregate
@@ -36,7 +35,6 @@ class DeploymentTracker:
     previous: dict[str, PodSample] = field(default_factory=dict)
     checked: dict[str, ObservedCache] = field(default_factory=dict)  # by pod key (uid)
     plan_check_status: PlanCheck | None = None
-    autoscale: AutoscaleState = field(default_factory=AutoscaleState)
     last_figures: ThroughputFigures | None = None
     last_plan_check: PlanCheckResult | None = None
     misses: dict[str, int] = field(default_factory=dict)  # consecutive failed scrapes, by pod

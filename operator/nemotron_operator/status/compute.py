@@ -1,5 +1,5 @@
-"""``compute_status``: (spec facts, plan or problem, capacity, observed children, previous status,
-now) → the new status. Pure: the controller patches the result only when it differs."""
+"""``compute_status``: (spec facts, plan or problem, capacity, the children's readiness, previous
+status, now) → the new status. Pure: the controller patches the result only when it differs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
 from nemotron_operator.api.status import PlanCheck, Throughput
-from nemotron_operator.status import observe as o
+from nemotron_operator.status import readiness as r
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
 
@@ -44,9 +44,10 @@ class StatusInputs:
     capacity: Capacity | None = None
     karpenter: bool = False
     node_pool: NodePoolStatus | None = None
-    observation: o.Observation | None = None
+    readiness: r.Readiness | None = None
     apply_error: str | None = None  # the API server refused a rendered child: its message
-    # From the metrics scraper (controller.observability); None keeps what status has.
+    # From the scraper and the autoscaler (controller/scraping.py, controller/autoscaler.py);
+    # None keeps what status has.
     throughput: Throughput | None = None
     plan_check: PlanCheck | None = None
     plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
@@ -101,7 +102,7 @@ def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: A
         return "Degraded"
     if all_ready:
         return "Ready"
-    if capacity.status == "False" or (blocker is not None and blocker.reason == o.UNSCHEDULABLE):
+    if capacity.status == "False" or (blocker is not None and blocker.reason == r.UNSCHEDULABLE):
         return "WaitingForCapacity"
     return "Deploying"
 
@@ -109,10 +110,10 @@ def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: A
 def _planned(
     inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
 ) -> tuple[list[Condition], str]:
-    blocker = inputs.observation.blocker if inputs.observation is not None else None
+    blocker = inputs.readiness.blocker if inputs.readiness is not None else None
     if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
-        blocker = o.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
-    stuck = blocker is not None and (blocker.reason in o.STUCK or blocker.reason == APPLY_REJECTED)
+        blocker = r.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
+    stuck = blocker is not None and (blocker.reason in r.STUCK or blocker.reason == APPLY_REJECTED)
     all_ready = ready >= inputs.replicas
     serving = f"{ready}/{inputs.replicas} replica(s) ready"
     capacity = _capacity(inputs, ready, cond)
@@ -124,9 +125,9 @@ def _planned(
     if all_ready:
         ready_condition = cond("Ready", "True", ALL_REPLICAS_READY, serving)
     else:
-        why = blocker or o.Blocker(o.WAITING_FOR_PODS, serving)
+        why = blocker or r.Blocker(r.WAITING_FOR_PODS, serving)
         ready_condition = cond("Ready", "False", why.reason, f"{serving}: {why.message}")
-    rolling = blocker is not None and blocker.reason == o.ROLLOUT_IN_PROGRESS
+    rolling = blocker is not None and blocker.reason == r.ROLLOUT_IN_PROGRESS
     if stuck and blocker is not None:
         degraded = cond("Degraded", "True", blocker.reason, blocker.message)
     elif 0 < ready < inputs.replicas and not rolling:
@@ -149,7 +150,7 @@ def compute_status(
     def cond(type_: str, status: str, reason: str, message: str) -> Condition:
         return transition(before, type_, status, reason, message, generation=generation, now=now)
 
-    ready = inputs.observation.ready_replicas if inputs.observation is not None else 0
+    ready = inputs.readiness.ready_replicas if inputs.readiness is not None else 0
     if inputs.problem is not None or inputs.plan is None:
         conditions, phase = _unplanned(inputs, cond)
     else:

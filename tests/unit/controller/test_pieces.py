@@ -6,18 +6,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from nemotron_operator.api import Condition
 from nemotron_operator.controller.children import APPLIED, contains, stamped, up_to_date
-from nemotron_operator.controller.events import build_event, worth_an_event
+from nemotron_operator.controller.events import event_type, worth_an_event
 from nemotron_operator.controller.health import HealthState
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import add_arguments, config_from_args
 from nemotron_operator.kube.errors import Action, ApiError, retry_delay
+from nemotron_operator.kube.resources import CHILD_RESOURCES
+from nemotron_operator.render import KIND_ORDER
 
 DESIRED: dict[str, Any] = {
     "apiVersion": "v1",
@@ -140,11 +141,9 @@ def test_events_for_warnings_ready_changes_and_recoveries_only() -> None:
     assert not worth_an_event(None, healthy)  # a first healthy value is no news
     assert worth_an_event(degraded, healthy)  # a recovery is
     assert worth_an_event(None, _condition("Ready", "False", "LoadingModel"))
-    owner = {"metadata": {"name": "nano", "namespace": "ai", "uid": "u"}}
-    event = build_event(owner, degraded, datetime(2026, 1, 1, tzinfo=UTC))
-    assert event["type"] == "Warning"
-    assert event["involvedObject"]["uid"] == "u"
-    assert event["reason"] == "CrashLoop"
+    assert event_type(degraded) == "Warning"
+    assert event_type(_condition("Ready", "False", "LoadingModel")) == "Normal"
+    assert event_type(_condition("Ready", "False", "CrashLoop")) == "Warning"
 
 
 def test_health_fails_without_watch_streams_kopf_or_a_recent_resync() -> None:
@@ -211,3 +210,7 @@ def test_queue_reports_its_longest_waiting_due_key() -> None:
     assert only_later is None  # not due yet
     assert oldest is not None
     assert oldest <= time.monotonic()
+
+
+def test_the_child_kinds_are_the_renderers_in_its_apply_order() -> None:
+    assert tuple(r.kind for r in CHILD_RESOURCES) == KIND_ORDER

@@ -8,11 +8,11 @@ from nemotron_operator.api import Condition, Throughput
 from nemotron_operator.status import (
     Blocker,
     Capacity,
-    Observation,
     Problem,
+    Readiness,
     StatusInputs,
+    assess_readiness,
     compute_status,
-    observe,
 )
 from tests.unit.status.helpers import inventory, node, plan
 
@@ -30,7 +30,7 @@ def inputs(**changes: Any) -> StatusInputs:
         "endpoint": "http://nano.ai.svc:8000/v1",
         "plan": PLAN,
         "capacity": FITS,
-        "observation": Observation(1, None),
+        "readiness": Readiness(1, None),
     }
     return StatusInputs(**{**base, **changes})
 
@@ -62,11 +62,11 @@ def test_ready_deployment() -> None:
 
 
 def test_last_transition_time_moves_only_when_status_flips() -> None:
-    loading = Observation(0, Blocker("LoadingModel", "pod x is loading"))
-    first = compute_status(inputs(observation=loading), None, now=T0)
+    loading = Readiness(0, Blocker("LoadingModel", "pod x is loading"))
+    first = compute_status(inputs(readiness=loading), None, now=T0)
     # Same status, new message: the time stays.
-    other = Observation(0, Blocker("WaitingForPods", "pod x is Pending"))
-    second = compute_status(inputs(observation=other), first, now=T1)
+    other = Readiness(0, Blocker("WaitingForPods", "pod x is Pending"))
+    second = compute_status(inputs(readiness=other), first, now=T1)
     assert conditions(second)["Ready"].last_transition_time == T0
     assert conditions(second)["Ready"].reason == "WaitingForPods"
     # Ready flips: its time moves; Feasible did not flip and keeps T0.
@@ -79,7 +79,7 @@ def test_last_transition_time_moves_only_when_status_flips() -> None:
 
 def test_infeasible_spec_says_why_and_has_no_endpoint() -> None:
     problem = Problem("InsufficientGPUMemory", "no layout holds minConcurrency; add GPUs")
-    status = compute_status(inputs(plan=None, problem=problem, observation=None), None, now=T0)
+    status = compute_status(inputs(plan=None, problem=problem, readiness=None), None, now=T0)
     found = conditions(status)
     assert status.phase == "Infeasible"
     assert found["Feasible"].status == "False"
@@ -91,21 +91,19 @@ def test_infeasible_spec_says_why_and_has_no_endpoint() -> None:
 
 
 def test_missing_capacity_and_karpenter() -> None:
-    waiting = Observation(0, Blocker("Unschedulable", "pod x cannot be scheduled"))
-    status = compute_status(inputs(capacity=SHORT, observation=waiting), None, now=T0)
+    waiting = Readiness(0, Blocker("Unschedulable", "pod x cannot be scheduled"))
+    status = compute_status(inputs(capacity=SHORT, readiness=waiting), None, now=T0)
     found = conditions(status)
     assert status.phase == "WaitingForCapacity"
     assert found["CapacityAvailable"].reason == "InsufficientGPUs"
     assert "largest free slot is 0" in found["CapacityAvailable"].message
-    pooled = compute_status(
-        inputs(capacity=SHORT, karpenter=True, observation=waiting), None, now=T0
-    )
+    pooled = compute_status(inputs(capacity=SHORT, karpenter=True, readiness=waiting), None, now=T0)
     assert conditions(pooled)["CapacityAvailable"].reason == "WaitingForNodes"
 
 
 def test_stuck_pods_degrade_and_stop_progress() -> None:
-    crash = Observation(0, Blocker("CrashLoop", "pod x keeps crashing"))
-    status = compute_status(inputs(observation=crash), None, now=T0)
+    crash = Readiness(0, Blocker("CrashLoop", "pod x keeps crashing"))
+    status = compute_status(inputs(readiness=crash), None, now=T0)
     found = conditions(status)
     assert status.phase == "Degraded"
     assert found["Degraded"].status == "True"
@@ -115,10 +113,10 @@ def test_stuck_pods_degrade_and_stop_progress() -> None:
 
 
 def test_lost_replicas_degrade_but_a_rollout_does_not() -> None:
-    lost = compute_status(inputs(replicas=2, observation=Observation(1, None)), None, now=T0)
+    lost = compute_status(inputs(replicas=2, readiness=Readiness(1, None)), None, now=T0)
     assert conditions(lost)["Degraded"].reason == "ReplicasUnavailable"
-    rolling = Observation(1, Blocker("RolloutInProgress", "1 of 2 updated"))
-    status = compute_status(inputs(replicas=2, observation=rolling), None, now=T0)
+    rolling = Readiness(1, Blocker("RolloutInProgress", "1 of 2 updated"))
+    status = compute_status(inputs(replicas=2, readiness=rolling), None, now=T0)
     assert conditions(status)["Degraded"].status == "False"
     assert conditions(status)["Progressing"].status == "True"
     assert status.phase == "Deploying"
@@ -169,7 +167,7 @@ def _sts(name: str, replicas: int = 1) -> dict[str, Any]:
     }
 
 
-def _observe(pods: list[dict[str, Any]], **kw: Any) -> Observation:
+def _readiness(pods: list[dict[str, Any]], **kw: Any) -> Readiness:
     args: dict[str, Any] = {
         "desired_replicas": 1,
         "nodes_per_replica": 1,
@@ -177,10 +175,10 @@ def _observe(pods: list[dict[str, Any]], **kw: Any) -> Observation:
         "statefulsets": [_sts("nano")],
         "pods": pods,
     }
-    return observe(**{**args, **kw})
+    return assess_readiness(**{**args, **kw})
 
 
-def test_observe_reasons() -> None:
+def test_readiness_reasons() -> None:
     missing = {
         "initContainerStatuses": [
             {
@@ -194,7 +192,7 @@ def test_observe_reasons() -> None:
             }
         ]
     }
-    found = _observe([_pod("nano-0", **missing)])
+    found = _readiness([_pod("nano-0", **missing)])
     assert found.blocker is not None
     assert found.blocker.reason == "SecretNotFound"
     assert "tokenSecretRef" in found.blocker.message
@@ -208,7 +206,7 @@ def test_observe_reasons() -> None:
             }
         ]
     }
-    crashed = _observe([_pod("nano-0", **crash)]).blocker
+    crashed = _readiness([_pod("nano-0", **crash)]).blocker
     assert crashed is not None
     assert crashed.reason == "CrashLoop"
     assert "unrecognized arguments" in crashed.message
@@ -221,27 +219,27 @@ def test_observe_reasons() -> None:
             "message": "0/2 nodes",
         }
     )
-    blocked = _observe([unscheduled]).blocker
+    blocked = _readiness([unscheduled]).blocker
     assert blocked is not None
     assert blocked.reason == "Unschedulable"
-    loading = _observe([_pod("nano-0", phase="Running")]).blocker
+    loading = _readiness([_pod("nano-0", phase="Running")]).blocker
     assert loading is not None
     assert loading.reason == "LoadingModel"
-    none_yet = _observe([], statefulsets=[]).blocker
+    none_yet = _readiness([], statefulsets=[]).blocker
     assert none_yet is not None
     assert none_yet.reason == "WaitingForPods"
 
 
-def test_observe_multi_node_replicas_need_every_pod_ready() -> None:
+def test_readiness_multi_node_replicas_need_every_pod_ready() -> None:
     pods = [_pod("a-0", ready=True), _pod("b-0", ready=True), _pod("c-1", ready=True)]
     for pod, replica in zip(pods, ("0", "0", "1"), strict=True):
         pod["metadata"]["labels"]["serving.nemotron.io/replica"] = replica
-    found = _observe(
+    found = _readiness(
         pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
     )
     assert found.ready_replicas == 1  # replica 1 has one of its two pods
-    ready = _observe([_pod("nano-0", ready=True)])
-    assert ready == Observation(1, None)
+    ready = _readiness([_pod("nano-0", ready=True)])
+    assert ready == Readiness(1, None)
 
 
 def test_a_refused_apply_degrades_with_the_server_message() -> None:

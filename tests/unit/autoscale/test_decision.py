@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nemotron_operator.api import AutoscalingSpec
-from nemotron_operator.observe.autoscale import (
+from nemotron_operator.autoscale import (
     AutoscaleDecision,
     AutoscaleInputs,
     AutoscaleState,

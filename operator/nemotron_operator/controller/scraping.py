@@ -1,46 +1,43 @@
-"""The scrape timer, the plan check, the autoscaler and the per-deployment metrics, in the running
-operator (docs/observability.md).
+"""The scrape timer and the plan check in the running operator (docs/observability.md).
 
-The reconcile tells this module what it saw (``seen``: the plan, the ready serving pods, the
-spec's autoscaling, the capacity) and asks it what status should show (``StatusParts``). A ready
-leader never sampled before is scraped right then, so the status that says Ready carries the
-plan check and the first throughput. The timer scrapes each known deployment's ready leaders
-every ``scrape_seconds``; when a figure moved meaningfully or a pod published its cache config,
-it queues the deployment, and the reconcile (status's one writer) writes it. The autoscaler
-(driven by the timer only) writes ``spec.replicas`` through the scale subresource, as an HPA
-would, and records an Event.
+The reconcile tells the :class:`Scraper` what it saw (``seen``: the plan and the serving pods)
+and learns what status should show (:class:`ScrapedParts`). A ready leader never sampled before
+is scraped right then, so the status that says Ready carries the plan check and the first
+throughput. The timer scrapes each known deployment's ready leaders every ``scrape_seconds``;
+when a figure moved meaningfully or a pod published its cache config, it queues the deployment,
+and the reconcile (status's one writer) writes it. After each deployment's tick the timer hands
+the figures to ``after_tick`` (the autoscaler, ``controller/autoscaler.py``). Nothing here talks
+to the API server.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 
-from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus, Plan
-from nemotron_operator.api.autoscaling import AutoscalingSpec
+from nemotron_operator.api import NemotronDeploymentStatus, Plan
 from nemotron_operator.api.status import PlanCheck, Throughput
-from nemotron_operator.controller.events import event_body
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import ApiError, KubeClient
-from nemotron_operator.kube.resources import EVENTS, NEMOTRON_DEPLOYMENTS
-from nemotron_operator.observe.autoscale import AutoscaleInputs, decide
+from nemotron_operator.kube.timestamps import format_time
+from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.observe.tracker import DeploymentTracker
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
-from nemotron_operator.telemetry import DeploymentFigures, OperatorMetrics, PlanFigures
+from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.scraper import ScrapeTarget, scrape_pods
 
 logger = logging.getLogger(__name__)
 _MAX_PARALLEL_DEPLOYMENTS = 8
+# Called after a deployment's timer tick with the last figures (None: never sampled).
+TickHook = Callable[[Key, ThroughputFigures | None], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -51,27 +48,20 @@ class PlanAccuracy:
 
 
 @dataclass(frozen=True)
-class StatusParts:
-    """What this module contributes to status; None: keep what status has."""
+class ScrapedParts:
+    """What scraping contributes to status; None: keep what status has."""
 
     throughput: Throughput | None = None
     plan_check: PlanCheck | None = None
     plan_accurate: PlanAccuracy | None = None
-    capacity_problem: str | None = None  # the autoscaler wanted replicas that do not fit
 
 
-@dataclass
+@dataclass(frozen=True)
 class _View:
     """What the last reconcile saw of one deployment."""
 
-    owner: dict[str, Any]  # name, namespace, uid, resourceVersion: for Events
     plan: Plan | None
     targets: list[ScrapeTarget]
-    live_pods: set[str]
-    replicas: int
-    ready_replicas: int
-    autoscaling: AutoscalingSpec | None
-    replicas_that_fit: int | None
 
 
 @dataclass
@@ -79,8 +69,6 @@ class _State:
     tracker: DeploymentTracker = field(default_factory=DeploymentTracker)
     view: _View | None = None
     plan_key: tuple[Any, ...] | None = None
-    capacity_problem: str | None = None
-    time_to_ready_set: bool = False
     # One scrape at a time (tick, first sample): no rates over milliseconds, no racing bases.
     scraping: asyncio.Lock = field(default_factory=asyncio.Lock)
     tried_inline: set[str] = field(default_factory=set)  # pod keys a reconcile scraped
@@ -119,79 +107,50 @@ def _unsampled(state: _State) -> set[str]:
     return {k for k in keys - state.tried_inline if not state.tracker.sampled(k)}
 
 
-def _timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _seconds_between(start: str | None, end: str | None) -> float | None:
-    if not start or not end:
+def _plan_key(plan: Plan | None) -> tuple[Any, ...] | None:
+    """The plan's figures the plan check compares against: a change means a re-check."""
+    if plan is None:
         return None
-    try:
-        a = datetime.fromisoformat(start.replace("Z", "+00:00"))
-        b = datetime.fromisoformat(end.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return max(0.0, (b - a).total_seconds())
+    return (plan.gpu_product, plan.kv_cache_blocks, plan.max_model_len, plan.tensor_parallel)
 
 
-class Observability:
+class Scraper:
     def __init__(
         self,
-        kube: KubeClient,
         config: OperatorConfig,
         queue: WorkQueue,
         metrics: OperatorMetrics,
+        *,
+        after_tick: TickHook,
     ) -> None:
-        self.kube = kube
         self.config = config
         self.queue = queue
         self.metrics = metrics
+        self.after_tick = after_tick
         self._states: dict[Key, _State] = {}
-        self._session: aiohttp.ClientSession | None = None
+        self._session: aiohttp.ClientSession | None = None  # while the timer runs
 
     # -- called by the reconcile ---------------------------------------------------------------
     async def seen(
         self,
-        raw: Mapping[str, Any],
-        deployment: NemotronDeployment | None,
+        key: Key,
         plan: Plan | None,
         pods: Sequence[Mapping[str, Any]],
-        *,
-        ready_replicas: int,
-        replicas_that_fit: int | None,
         previous: NemotronDeploymentStatus | None,
-    ) -> StatusParts:
-        metadata = raw.get("metadata") or {}
-        key = (str(metadata.get("namespace")), str(metadata.get("name")))
+    ) -> ScrapedParts:
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = _State()
             if previous is not None:  # a restarted operator starts from what status shows
                 state.tracker.shown = previous.throughput
                 state.tracker.plan_check_status = previous.plan_check
-        tracker = state.tracker
-        plan_key = (
-            None
-            if plan is None
-            else (plan.gpu_product, plan.kv_cache_blocks, plan.max_model_len, plan.tensor_parallel)
-        )
+        plan_key = _plan_key(plan)
         if plan_key != state.plan_key and state.plan_key is not None:
-            tracker.replan()
+            state.tracker.replan()
         state.plan_key = plan_key
         live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
-        tracker.forget_pods(live)
-        state.view = _View(
-            owner={k: metadata.get(k) for k in ("name", "namespace", "uid", "resourceVersion")},
-            plan=plan,
-            targets=scrape_targets(pods),
-            live_pods=live,
-            replicas=int((raw.get("spec") or {}).get("replicas", 1) or 0),
-            ready_replicas=ready_replicas,
-            autoscaling=deployment.spec.autoscaling if deployment is not None else None,
-            replicas_that_fit=replicas_that_fit,
-        )
-        if deployment is not None and deployment.spec.autoscaling is None:
-            state.capacity_problem = None
+        state.tracker.forget_pods(live)
+        state.view = _View(plan=plan, targets=scrape_targets(pods))
         state.tried_inline &= live
         await self._first_samples(key, state)
         return self._parts(state)
@@ -237,7 +196,7 @@ class Observability:
             result.samples,
             result.pods,
             sorted(result.failures),
-            sampled_at=_timestamp(datetime.now(UTC)),
+            sampled_at=format_time(datetime.now(UTC)),
             shortfall_threshold=self.config.plan_shortfall_threshold,
         )
         product = view.plan.gpu_product if view.plan is not None else "unknown"
@@ -250,7 +209,8 @@ class Observability:
             logger.debug("%s/%s: status to update: %s", *key, ", ".join(moved))
         return bool(moved)
 
-    def _parts(self, state: _State) -> StatusParts:
+    @staticmethod
+    def _parts(state: _State) -> ScrapedParts:
         tracker = state.tracker
         accuracy = None
         check, result = tracker.plan_check_status, tracker.last_plan_check
@@ -259,44 +219,11 @@ class Observability:
             accuracy = PlanAccuracy(
                 "True" if result.accurate else "False", result.reason, result.message
             )
-        return StatusParts(
-            throughput=tracker.shown,
-            plan_check=check,
-            plan_accurate=accuracy,
-            capacity_problem=state.capacity_problem,
-        )
-
-    def reconciled(
-        self, key: Key, status: NemotronDeploymentStatus | None, created: str | None
-    ) -> None:
-        """Readiness and plan metrics from the status the reconcile computed."""
-        state = self._states.get(key)
-        if status is None or status.plan is None:
-            return
-        product = status.plan.gpu_product
-        ready_condition = next((c for c in status.conditions if c.type == "Ready"), None)
-        is_ready = ready_condition is not None and ready_condition.status == "True"
-        seconds = None
-        if ready_condition is not None and is_ready and state and not state.time_to_ready_set:
-            seconds = _seconds_between(created, ready_condition.last_transition_time)
-            state.time_to_ready_set = seconds is not None
-        self.metrics.set_readiness(
-            key[0],
-            key[1],
-            product,
-            DeploymentFigures(
-                desired_replicas=status.replicas or 0,
-                ready_replicas=status.ready_replicas or 0,
-                ready=is_ready,
-                seconds_to_first_ready=seconds,
-            ),
-        )
-        self.metrics.set_plan(key[0], key[1], product, PlanFigures.from_plan(status.plan))
+        return ScrapedParts(throughput=tracker.shown, plan_check=check, plan_accurate=accuracy)
 
     def forget(self, key: Key) -> None:
-        """The deployment is gone: no state, no series."""
+        """The deployment is gone: nothing more to scrape."""
         self._states.pop(key, None)
-        self.metrics.forget(*key)
 
     # -- the timer -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -310,16 +237,16 @@ class Observability:
                 async with slots:
                     try:
                         await self.tick(key)
-                    except ApiError as exc:
-                        logger.warning("%s/%s: observing failed: %s", *key, exc)
                     except Exception:
-                        logger.exception("%s/%s: observing failed unexpectedly", *key)
+                        logger.exception("%s/%s: scraping failed unexpectedly", *key)
 
             while True:
                 await asyncio.sleep(self.config.scrape_seconds)
                 await asyncio.gather(*(guarded(key) for key in list(self._states)))
 
     async def tick(self, key: Key) -> None:
+        """One deployment's turn of the timer: scrape (unless a reconcile just did), queue the
+        deployment when status should change, then hand the figures to ``after_tick``."""
         state = self._states.get(key)
         if state is None or state.view is None or self._session is None:
             return
@@ -331,62 +258,4 @@ class Observability:
                 self.queue.add(key)
         if self._states.get(key) is not state:
             return
-        if view.autoscaling is not None and view.plan is not None:
-            await self._autoscale(key, state, view)
-
-    async def _autoscale(self, key: Key, state: _State, view: _View) -> None:
-        assert view.autoscaling is not None
-        assert view.plan is not None
-        figures = state.tracker.last_figures
-        answered = figures is not None and figures.pods_sampled > 0
-        decision = decide(
-            view.autoscaling,
-            AutoscaleInputs(
-                replicas=view.replicas,
-                ready_replicas=view.ready_replicas,
-                requests_waiting=figures.requests_waiting if answered and figures else None,
-                kv_cache_usage=figures.kv_cache_usage if answered and figures else None,
-                gpu_product=view.plan.gpu_product,
-                gpus_per_replica=view.plan.gpus_per_replica,
-                replicas_that_fit=view.replicas_that_fit,
-            ),
-            state.tracker.autoscale,
-            time.monotonic(),
-        )
-        state.tracker.autoscale = decision.state
-        changed = decision.changed(view.replicas)
-        # The status message is stable (no live figure in it), so a stuck autoscaler writes
-        # status and posts its Warning once, not every tick.
-        problem = None
-        if decision.capacity_limited and not changed:
-            problem = (
-                f"autoscaling wants more replicas than the cluster's {view.plan.gpu_product} GPUs "
-                f"hold ({view.replicas_that_fit} replicas of {view.plan.gpus_per_replica} GPUs): "
-                f"add {view.plan.gpu_product} nodes or lower spec.autoscaling.maxReplicas"
-            )
-        if problem != state.capacity_problem:
-            state.capacity_problem = problem
-            self.queue.add(key)
-            if problem is not None:
-                await self._event(view.owner, decision.reason, decision.message, warning=True)
-        if changed:
-            await self.kube.patch(
-                NEMOTRON_DEPLOYMENTS,
-                key[0],
-                key[1],
-                {"spec": {"replicas": decision.replicas}},
-                subresource="scale",
-            )
-            view.replicas = decision.replicas
-            logger.info("%s/%s: %s", *key, decision.message)
-            await self._event(
-                view.owner, decision.reason, decision.message, warning=decision.capacity_limited
-            )
-
-    async def _event(
-        self, owner: Mapping[str, Any], reason: str, message: str, *, warning: bool
-    ) -> None:
-        kind = "Warning" if warning else "Normal"
-        event = event_body(owner, kind, reason, message, datetime.now(UTC))
-        with contextlib.suppress(ApiError):  # an Event is a courtesy; losing one is no failure
-            await self.kube.create(EVENTS, str(owner["namespace"]), event)
+        await self.after_tick(key, state.tracker.last_figures)

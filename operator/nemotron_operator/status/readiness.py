@@ -1,4 +1,5 @@
-"""What the serving pods and StatefulSets say, reduced to replicas and one blocking reason. Pure.
+"""Readiness: what the serving pods and StatefulSets say, reduced to the ready replicas and one
+blocking reason. Pure.
 
 The reasons, most specific first: a missing Secret, an image that cannot be pulled, a crash loop,
 another pod configuration error, a pod the scheduler cannot place, a model still loading, a
@@ -43,7 +44,7 @@ class Blocker:
 
 
 @dataclass(frozen=True)
-class Observation:
+class Readiness:
     ready_replicas: int
     blocker: Blocker | None  # None when every desired replica is ready and up to date
 
@@ -136,14 +137,14 @@ def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | Non
     return None
 
 
-def observe(
+def assess_readiness(
     *,
     desired_replicas: int,
     nodes_per_replica: int,
     expected_statefulsets: Iterable[str],
     statefulsets: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
-) -> Observation:
+) -> Readiness:
     """Ready replicas (a multi-node replica is ready when all of its pods are) and the most
     specific reason why not all desired replicas are ready and up to date."""
     serving = [
@@ -182,4 +183,4 @@ def observe(
             Blocker(WAITING_FOR_PODS, f"{ready} of {desired_replicas} replica(s) ready")
         )
     blocker = min(blockers, key=lambda b: _ORDER.index(b.reason)) if blockers else None
-    return Observation(ready, blocker)
+    return Readiness(ready, blocker)

@@ -1,6 +1,7 @@
-"""A reconcile samples a ready serving leader it has never sampled before computing status (so the
-status that says Ready is complete), once, without queueing the deployment again; and never while
-the timer is scraping the same deployment."""
+"""The scraper: a reconcile samples a ready serving leader it has never sampled before computing
+status (so the status that says Ready is complete), once, without queueing the deployment again;
+never while the timer is scraping the same deployment; only ready leaders with an IP are
+scraped; the timer hands each tick's figures on (to the autoscaler)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from nemotron_operator.controller.observability import Observability
 from nemotron_operator.controller.queue import WorkQueue
+from nemotron_operator.controller.scraping import Scraper, scrape_targets
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import KubeClient
+from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.telemetry import OperatorMetrics
 
@@ -81,85 +82,129 @@ async def served() -> AsyncIterator[tuple[Pods, list[str]]]:
         await runner.cleanup()
 
 
+@dataclass
+class Ticks:
+    """What the scraper hands on after each tick (the autoscaler's part)."""
+
+    seen: list[tuple[tuple[str, str], ThroughputFigures | None]] = field(default_factory=list)
+
+    async def __call__(self, key: tuple[str, str], figures: ThroughputFigures | None) -> None:
+        self.seen.append((key, figures))
+
+
 @pytest.fixture
-async def observability() -> AsyncIterator[Observability]:
+async def scraper() -> AsyncIterator[Scraper]:
     config = OperatorConfig(scrape_seconds=30.0, scrape_timeout_seconds=2.0)
-    found = Observability(cast(KubeClient, None), config, WorkQueue(), OperatorMetrics())
+    found = Scraper(config, WorkQueue(), OperatorMetrics(), after_tick=Ticks())
     async with aiohttp.ClientSession() as session:
         found._session = session  # as run() sets it
         yield found
 
 
-async def seen(observability: Observability, pods: list[dict[str, Any]]) -> Any:
-    raw = {"metadata": {"namespace": KEY[0], "name": KEY[1], "uid": "nd"}, "spec": {}}
-    return await observability.seen(
-        raw, None, None, pods, ready_replicas=len(pods), replicas_that_fit=None, previous=None
-    )
+async def seen(scraper: Scraper, pods: list[dict[str, Any]]) -> Any:
+    return await scraper.seen(KEY, None, pods, None)
 
 
 async def test_a_new_ready_pod_is_sampled_once_before_status_and_not_queued(
-    served: tuple[Pods, list[str]], observability: Observability
+    served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
-    parts = await seen(observability, [pod("p0", ips[0])])
+    parts = await seen(scraper, [pod("p0", ips[0])])
     assert pods.hits[ips[0]] == 1
     assert parts.throughput is not None  # rates from the pod's start: complete at once
     assert parts.throughput.generation_tokens_per_second == 0.0
     assert parts.throughput.pods_sampled == 1
-    assert len(observability.queue) == 0  # the caller writes status now
-    again = await seen(observability, [pod("p0", ips[0])])
+    assert len(scraper.queue) == 0  # the caller writes status now
+    again = await seen(scraper, [pod("p0", ips[0])])
     assert pods.hits[ips[0]] == 1  # sampled already: the timer's job from now on
     assert again.throughput == parts.throughput
 
 
 async def test_a_pod_that_does_not_answer_is_left_to_the_timer(
-    served: tuple[Pods, list[str]], observability: Observability
+    served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
     pods.delay = 0.5
-    observability.config = OperatorConfig(scrape_seconds=30.0, scrape_timeout_seconds=0.2)
-    parts = await seen(observability, [pod("p0", ips[0])])
+    scraper.config = OperatorConfig(scrape_seconds=30.0, scrape_timeout_seconds=0.2)
+    parts = await seen(scraper, [pod("p0", ips[0])])
     assert parts.throughput is None  # one miss: nothing to show yet (the timer reports it)
-    await seen(observability, [pod("p0", ips[0])])
+    await seen(scraper, [pod("p0", ips[0])])
     assert pods.hits[ips[0]] == 1  # not tried again by a reconcile: the timer's job
-    assert len(observability.queue) == 0
+    assert len(scraper.queue) == 0
 
 
 async def test_a_reconcile_never_scrapes_while_the_timer_does(
-    served: tuple[Pods, list[str]], observability: Observability
+    served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
-    observability.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
-    await seen(observability, [pod("p0", ips[0])])
+    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    await seen(scraper, [pod("p0", ips[0])])
     await asyncio.sleep(0.1)  # the timer's next tick is due
     pods.delay = 0.3
     # The timer's tick scrapes p0 while a reconcile sees a second pod and samples both.
-    await asyncio.gather(
-        observability.tick(KEY), seen(observability, [pod("p0", ips[0]), pod("p1", ips[1])])
-    )
+    await asyncio.gather(scraper.tick(KEY), seen(scraper, [pod("p0", ips[0]), pod("p1", ips[1])]))
     assert pods.hits == Counter({ips[0]: 3, ips[1]: 1})
     assert pods.most_at_once[ips[0]] == 1
 
 
 async def test_the_timer_skips_a_deployment_a_reconcile_has_just_sampled(
-    served: tuple[Pods, list[str]], observability: Observability
+    served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
-    await seen(observability, [pod("p0", ips[0])])
-    await observability.tick(KEY)  # within half an interval: rates would be noise
+    await seen(scraper, [pod("p0", ips[0])])
+    await scraper.tick(KEY)  # within half an interval: rates would be noise
     assert pods.hits[ips[0]] == 1
-    observability.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
     await asyncio.sleep(0.05)
-    await observability.tick(KEY)
+    await scraper.tick(KEY)
     assert pods.hits[ips[0]] == 2
 
 
 async def test_a_reconcile_during_shutdown_does_not_fail_on_the_closed_session(
-    served: tuple[Pods, list[str]], observability: Observability
+    served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
-    assert observability._session is not None
-    await observability._session.close()  # the timer stopped first
-    parts = await seen(observability, [pod("p0", ips[0])])
+    assert scraper._session is not None
+    await scraper._session.close()  # the timer stopped first
+    parts = await seen(scraper, [pod("p0", ips[0])])
     assert parts.throughput is None
     assert pods.hits[ips[0]] == 0
+
+
+async def test_each_tick_hands_the_last_figures_on_and_a_forgotten_deployment_none(
+    served: tuple[Pods, list[str]], scraper: Scraper
+) -> None:
+    _, ips = served
+    ticks = scraper.after_tick
+    assert isinstance(ticks, Ticks)
+    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    await seen(scraper, [pod("p0", ips[0])])
+    await asyncio.sleep(0.06)
+    await scraper.tick(KEY)
+    assert [key for key, _ in ticks.seen] == [KEY]
+    figures = ticks.seen[0][1]
+    assert figures is not None
+    assert figures.pods_sampled == 1
+    scraper.forget(KEY)
+    await scraper.tick(KEY)
+    assert len(ticks.seen) == 1  # gone: nothing scraped, nothing handed on
+
+
+def test_only_ready_leaders_with_an_ip_are_scraped() -> None:
+    def leader(
+        name: str, *, ready: bool = True, role: str = "leader", ip: str | None = "127.9.0.1"
+    ):
+        return {
+            "metadata": {"name": name, "uid": f"uid-{name}",
+                         "labels": {"serving.nemotron.io/role": role}},
+            "status": {"podIP": ip, "conditions": [{"type": "Ready",
+                                                    "status": "True" if ready else "False"}]},
+        }  # fmt: skip
+
+    targets = scrape_targets(
+        [leader("a-0"), leader("a-1", ready=False), leader("a-2", role="worker"),
+         leader("a-3", ip=None)]
+    )  # fmt: skip
+    assert [(t.pod, t.key, t.url) for t in targets] == [
+        ("a-0", "uid-a-0", "http://127.9.0.1:8000/metrics")
+    ]

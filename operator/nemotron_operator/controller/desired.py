@@ -1,0 +1,82 @@
+"""What a NemotronDeployment asks for, as the reconcile reads it: the spec parsed with the API
+models (with the operator's ``--default-image`` where the spec keeps the API's default), planned
+against the cluster's GPU inventory and rendered into its children. Pure CPU work (the reconcile
+runs it off the event loop); an invalid or infeasible spec is a :class:`Problem`, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from nemotron_operator.api import DEFAULT_IMAGE, NemotronDeployment, NemotronDeploymentStatus
+from nemotron_operator.api.errors import parse_deployment
+from nemotron_operator.render import RenderError, RenderOptions, render_all
+from nemotron_operator.render.inputs import Owner
+from nemotron_operator.sizing import GpuInventory, PlanningError, PlanResult, plan_deployment
+from nemotron_operator.status import Problem
+
+INVALID_SPEC = "InvalidSpec"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A spec that could be planned and rendered."""
+
+    result: PlanResult
+    desired: list[dict[str, Any]]  # the rendered children, in apply order
+
+
+def parse(raw: dict[str, Any], *, default_image: str) -> NemotronDeployment:
+    """The object as the API models read it; raises ``SpecError`` naming each bad field."""
+    metadata = raw.get("metadata") or {}
+    keep = {
+        k: metadata[k]
+        for k in ("name", "namespace", "labels", "generation", "uid")
+        if k in metadata
+    }
+    deployment = parse_deployment(
+        {
+            "apiVersion": raw.get("apiVersion"),
+            "kind": raw.get("kind"),
+            "metadata": keep,
+            "spec": raw.get("spec"),
+        }
+    )
+    engine = deployment.spec.engine
+    if engine.image != DEFAULT_IMAGE or default_image == DEFAULT_IMAGE:
+        return deployment
+    engine = engine.model_copy(update={"image": default_image})
+    spec = deployment.spec.model_copy(update={"engine": engine})
+    return deployment.model_copy(update={"spec": spec})
+
+
+def stored_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
+    """The status stored in the object, or None when it does not parse."""
+    try:
+        return NemotronDeploymentStatus.model_validate(raw.get("status") or {})
+    except ValidationError:
+        return None
+
+
+def plan_and_render(
+    deployment: NemotronDeployment, inventory: GpuInventory, *, allow_remote_code: bool
+) -> Planned | Problem:
+    """The plan and the children it renders, or why there are none (the planner's reason, or
+    ``InvalidSpec`` for a field the renderer refuses)."""
+    try:
+        result = plan_deployment(deployment.spec, inventory=inventory)
+    except PlanningError as exc:
+        where = f"{exc.field}: " if exc.field else ""
+        return Problem(exc.reason, where + exc.message)
+    metadata = deployment.metadata
+    options = RenderOptions(
+        owner=Owner(name=metadata.name, uid=metadata.uid or ""),
+        allow_remote_code=allow_remote_code,
+    )
+    try:
+        return Planned(result, render_all(deployment, result, options))
+    except RenderError as exc:
+        return Problem(INVALID_SPEC, "; ".join(str(e) for e in exc.errors))

@@ -1,0 +1,437 @@
+"""The reconcile against an in-memory API server (``fake_kube.FakeKube``), one row per situation:
+the write requests it makes (in order), its outcome, and the status it computes.
+
+Each row starts from a world (a new object, or one already converged and Ready), changes one
+thing, reconciles once and compares every write the fake saw with the row's list, so a write too
+many, one missing or one out of order fails the row.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+
+from nemotron_operator.api import API_VERSION, KIND
+from nemotron_operator.controller.autoscaler import Autoscaler
+from nemotron_operator.controller.child_cache import ChildCache
+from nemotron_operator.controller.queue import WorkQueue
+from nemotron_operator.controller.reconcile import FINALIZER, Outcome, Reconciler
+from nemotron_operator.controller.scraping import Scraper
+from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.kube import Action, ApiError, KubeClient
+from nemotron_operator.kube.resources import (
+    NEMOTRON_DEPLOYMENTS,
+    NODE_POOLS,
+    NODES,
+    PODS,
+    SERVICES,
+    STATEFULSETS,
+)
+from nemotron_operator.render import names as n
+from nemotron_operator.telemetry import OperatorMetrics
+from tests.unit.controller.fake_kube import FakeKube
+
+NS, NAME = "ai", "nano"
+NAMES = n.Names(NAME, NS)
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+CHILDREN = [
+    "apply Service/nano-headless",
+    "apply Service/nano",
+    "apply StatefulSet/nano",
+    "apply PodDisruptionBudget/nano",
+]
+STATUS = "patch NemotronDeployment/nano/status"
+KARPENTER = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
+
+
+def node(name: str, gpus: int = 8) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "NVIDIA-H200"}},
+        "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def other_pod(node_name: str, gpus: int) -> dict[str, Any]:
+    """Someone else's pod holding GPUs of a node."""
+    return {
+        "metadata": {"name": f"other-{node_name}", "namespace": "default"},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def deployment(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": NAME,
+            "namespace": NS,
+            "generation": 1,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"model": {"id": NANO}, "engine": {"maxModelLen": 131072}, **spec},
+    }
+
+
+def serving_pod(*, ready: bool = True, waiting: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The leader pod the StatefulSet controller would have made, on node h200-a."""
+    labels = {**n.serving_selector(NAMES, n.ROLE_LEADER), n.MANAGED_BY_LABEL: n.MANAGED_BY}
+    container: dict[str, Any] = {"name": "vllm", "ready": ready, "restartCount": 0}
+    if waiting is not None:
+        container["state"] = {"waiting": waiting}
+        container["restartCount"] = 5
+    return {
+        "metadata": {"name": f"{NAME}-0", "namespace": NS, "labels": labels},
+        "spec": {
+            "nodeName": "h200-a",
+            "containers": [{"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "containerStatuses": [container],
+        },
+    }
+
+
+@dataclass
+class World:
+    kube: FakeKube
+    reconciler: Reconciler
+
+    async def reconcile(self) -> tuple[Outcome, list[str]]:
+        """One reconcile, and the writes it made."""
+        mark = len(self.kube.writes)
+        self.reconciler.inventory.invalidate()  # every row reads the cluster as it is now
+        outcome = await self.reconciler.reconcile(NS, NAME)
+        return outcome, self.kube.written()[mark:]
+
+    def nd(self) -> dict[str, Any]:
+        return self.kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME)
+
+    def edit_spec(self, **spec: Any) -> None:
+        obj = copy.deepcopy(self.nd())
+        obj["spec"] = {**obj["spec"], **spec}
+        obj["metadata"]["generation"] += 1
+        self.kube.put(NEMOTRON_DEPLOYMENTS, obj)
+
+
+def world(*nodes: dict[str, Any], crds: frozenset[Any] = frozenset()) -> World:
+    kube = FakeKube(served_crds=set(crds))
+    for item in nodes or (node("h200-a"), node("h200-b")):
+        kube.put(NODES, item)
+    config = OperatorConfig(resync_seconds=60.0, scrape_seconds=0.0)
+    client = cast(KubeClient, kube)
+    queue = WorkQueue()
+    autoscaler = Autoscaler(client, queue)
+    reconciler = Reconciler(
+        client,
+        config,
+        cache=ChildCache(client, config.namespaces),  # never started: every read is a list
+        scraper=Scraper(config, queue, OperatorMetrics(), after_tick=autoscaler.tick),
+        autoscaler=autoscaler,
+    )
+    return World(kube, reconciler)
+
+
+async def new(**spec: Any) -> World:
+    """A NemotronDeployment just created."""
+    found = world()
+    found.kube.put(NEMOTRON_DEPLOYMENTS, deployment(**spec))
+    return found
+
+
+async def ready() -> World:
+    """Converged: children applied, the StatefulSet rolled out, its pod Ready, status Ready."""
+    found = await new()
+    await found.reconcile()
+    sts = found.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
+    sts["status"] = {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "readyReplicas": 1,
+        "updatedReplicas": 1,
+        "currentRevision": "r1",
+        "updateRevision": "r1",
+    }
+    found.kube.put(PODS, serving_pod())
+    outcome, _ = await found.reconcile()
+    assert outcome.status is not None
+    assert outcome.status.phase == "Ready"
+    return found
+
+
+async def deleting(*, with_pool: bool) -> World:
+    """Deleted while it held the NodePool finalizer (a Karpenter NodePool was rendered)."""
+    found = world(crds=frozenset({NODE_POOLS}))
+    obj = deployment(nodePool=KARPENTER)
+    obj["metadata"] |= {"finalizers": [FINALIZER], "deletionTimestamp": "2026-01-02T00:00:00Z"}
+    stored = found.kube.put(NEMOTRON_DEPLOYMENTS, obj)
+    if with_pool:
+        found.kube.put(
+            NODE_POOLS,
+            {
+                "metadata": {
+                    "name": NAMES.node_pool,
+                    "labels": {n.INSTANCE: NAMES.instance, n.MANAGED_BY_LABEL: n.MANAGED_BY},
+                    "annotations": {n.OWNER: f"{NS}/{NAME}"},
+                },
+            },
+        )
+    assert stored["metadata"]["finalizers"] == [FINALIZER]
+    return found
+
+
+def nothing(_: World) -> None:
+    pass
+
+
+def edit_image(w: World) -> None:
+    sts = w.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
+    sts["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:edited"
+
+
+def delete_service(w: World) -> None:
+    del w.kube.objects[w.kube.key(SERVICES, NS, NAMES.service)]
+
+
+def too_long(w: World) -> None:
+    w.edit_spec(engine={"maxModelLen": 16777216})  # admitted by the CRD; longer than Nano's
+
+
+def unknown_field(w: World) -> None:
+    w.edit_spec(engine={"maxModelLen": 131072, "maxModelLenn": 1})
+
+
+def crash(w: World) -> None:
+    waiting = {"reason": "CrashLoopBackOff", "message": "back-off 5m0s restarting failed container"}
+    w.kube.put(PODS, serving_pod(ready=False, waiting=waiting))
+
+
+def crash_and_someone_writes_first(w: World) -> None:
+    crash(w)
+
+    def bump(kube: FakeKube) -> None:  # another writer between the reconcile's GET and PATCH
+        kube.put(NEMOTRON_DEPLOYMENTS, kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME))
+
+    w.kube.after_get = bump
+
+
+async def full_nodes() -> World:
+    found = world()
+    for name in ("h200-a", "h200-b"):
+        found.kube.put(PODS, other_pod(name, 8))
+    found.kube.put(NEMOTRON_DEPLOYMENTS, deployment())
+    return found
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    start: Callable[[], Any]  # an async function returning the World
+    change: Callable[[World], None]
+    writes: list[str]
+    result: str = "ok"
+    phase: str | None = None
+    conditions: dict[str, tuple[str, str]] = field(default_factory=dict)  # type → status, reason
+    raises: int | None = None  # the HTTP status of the ApiError the reconcile raises
+
+
+ROWS = [
+    Row(
+        "created: every child applied, status written, one Event",
+        new,
+        nothing,
+        [*CHILDREN, STATUS, "create Event Normal WaitingForPods"],
+        phase="Deploying",
+        conditions={
+            "Feasible": ("True", "Planned"),
+            "CapacityAvailable": ("True", "GPUsAvailable"),
+            "Ready": ("False", "WaitingForPods"),
+        },
+    ),
+    Row(
+        "unchanged: no write at all",
+        ready,
+        nothing,
+        [],
+        phase="Ready",
+        conditions={"Ready": ("True", "AllReplicasReady"), "Degraded": ("False", "AsExpected")},
+    ),
+    Row(
+        "drift: an edited image is applied again, status unchanged",
+        ready,
+        edit_image,
+        ["apply StatefulSet/nano"],
+        phase="Ready",
+    ),
+    Row(
+        "drift: a deleted Service is applied again",
+        ready,
+        delete_service,
+        ["apply Service/nano"],
+        phase="Ready",
+    ),
+    Row(
+        "infeasible: nothing applied or deleted, status says why",
+        ready,
+        too_long,
+        [
+            STATUS,
+            "create Event Warning MaxModelLenTooLong",
+            "create Event Warning MaxModelLenTooLong",
+        ],
+        result="infeasible",
+        phase="Infeasible",
+        conditions={
+            "Feasible": ("False", "MaxModelLenTooLong"),
+            "Ready": ("False", "MaxModelLenTooLong"),
+        },
+    ),
+    Row(
+        "invalid spec: nothing applied or deleted, the field named",
+        ready,
+        unknown_field,
+        [STATUS, "create Event Warning InvalidSpec", "create Event Warning InvalidSpec"],
+        result="infeasible",
+        phase="Infeasible",
+        conditions={"Feasible": ("False", "InvalidSpec")},
+    ),
+    Row(
+        "capacity missing: applied anyway, CapacityAvailable=False",
+        full_nodes,
+        nothing,
+        [
+            *CHILDREN,
+            STATUS,
+            "create Event Warning InsufficientGPUs",
+            "create Event Normal WaitingForPods",
+        ],
+        phase="WaitingForCapacity",
+        conditions={"CapacityAvailable": ("False", "InsufficientGPUs")},
+    ),
+    Row(
+        "deleting: the NodePool goes first",
+        lambda: deleting(with_pool=True),
+        nothing,
+        [f"delete NodePool/{NAMES.node_pool}"],
+        result="finalizing",
+    ),
+    Row(
+        "deleting: then the finalizer",
+        lambda: deleting(with_pool=False),
+        nothing,
+        ["patch NemotronDeployment/nano"],
+        result="finalized",
+    ),
+    Row(
+        "pods crash-looping: Ready=False and Degraded=True, each with a Warning",
+        ready,
+        crash,
+        [STATUS, "create Event Warning CrashLoop", "create Event Warning CrashLoop"],
+        phase="Degraded",
+        conditions={
+            "Progressing": ("False", "CrashLoop"),
+            "Ready": ("False", "CrashLoop"),
+            "Degraded": ("True", "CrashLoop"),
+        },
+    ),
+    Row(
+        "status write conflict: a 409 for the worker to retry, no Event",
+        ready,
+        crash_and_someone_writes_first,
+        [STATUS],
+        raises=409,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+async def test_reconcile(row: Row) -> None:
+    w = await row.start()
+    row.change(w)
+    if row.raises is not None:
+        mark = len(w.kube.writes)
+        with pytest.raises(ApiError) as raised:
+            await w.reconciler.reconcile(NS, NAME)
+        assert raised.value.status == row.raises
+        assert raised.value.action is Action.RETRY_SOON
+        assert w.kube.written()[mark:] == row.writes
+        return
+    outcome, writes = await w.reconcile()
+    assert writes == row.writes
+    assert outcome.result == row.result
+    if row.phase is not None:
+        assert outcome.status is not None
+        assert outcome.status.phase == row.phase
+        assert outcome.status_written == (STATUS in writes)
+    conditions = outcome.status.conditions if outcome.status is not None else []
+    found = {c.type: (c.status, c.reason) for c in conditions}
+    for type_, expected in row.conditions.items():
+        assert found[type_] == expected, type_
+
+
+async def test_a_converged_object_stays_quiet_over_many_reconciles() -> None:
+    w = await ready()
+    for _ in range(3):
+        _, writes = await w.reconcile()
+        assert writes == []
+
+
+async def test_infeasible_keeps_the_children_of_the_earlier_spec() -> None:
+    w = await ready()
+    before = {key for key in w.kube.objects if key[0] in (SERVICES, STATEFULSETS)}
+    too_long(w)
+    await w.reconcile()
+    after = {key for key in w.kube.objects if key[0] in (SERVICES, STATEFULSETS)}
+    assert after == before
+    # Fixed again: the same children, so nothing is applied; status goes back to Ready.
+    w.edit_spec(engine={"maxModelLen": 131072})
+    outcome, writes = await w.reconcile()
+    assert outcome.status is not None
+    assert outcome.status.phase == "Ready"
+    assert [x for x in writes if x.startswith("apply")] == []
+
+
+async def test_the_status_patch_carries_the_version_read_and_removes_what_went() -> None:
+    w = await ready()
+    crash(w)
+    await w.reconcile()
+    patch = next(x for x in reversed(w.kube.writes) if x.subresource == "status")
+    assert patch.body["metadata"]["resourceVersion"]
+    assert patch.body["status"]["phase"] == "Degraded"
+    stored = w.nd()["status"]
+    assert stored["phase"] == "Degraded"
+    assert stored["readyReplicas"] == 0
+
+
+async def test_a_karpenter_pool_gets_the_finalizer_before_it_is_applied() -> None:
+    w = world(crds=frozenset({NODE_POOLS}))
+    w.kube.put(NEMOTRON_DEPLOYMENTS, deployment(nodePool=KARPENTER))
+    _, writes = await w.reconcile()
+    assert writes[:2] == ["patch NemotronDeployment/nano", f"apply NodePool/{NAMES.node_pool}"]
+    assert w.nd()["metadata"]["finalizers"] == [FINALIZER]
+    # Switched back to no provisioner: the pool is pruned and the finalizer removed.
+    w.edit_spec(nodePool={"provisioner": "None"})
+    _, writes = await w.reconcile()
+    assert f"delete NodePool/{NAMES.node_pool}" in writes
+    assert "patch NemotronDeployment/nano" in writes
+    assert "finalizers" not in w.nd()["metadata"] or w.nd()["metadata"]["finalizers"] == []
+
+
+async def test_gone_is_nothing_to_do() -> None:
+    w = world()
+    outcome, writes = await w.reconcile()
+    assert outcome.result == "gone"
+    assert writes == []

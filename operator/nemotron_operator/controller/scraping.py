@@ -31,6 +31,7 @@ from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.observe.tracker import DeploymentTracker
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
+from nemotron_operator.status.readiness import pod_ready
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.scraper import ScrapeTarget, scrape_pods
 
@@ -75,11 +76,6 @@ class _State:
     scraped_at: float = float("-inf")  # monotonic
 
 
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-
 def scrape_targets(pods: Sequence[Mapping[str, Any]], port: int = SERVE_PORT) -> list[ScrapeTarget]:
     """Ready serving leaders with an IP: only they run vLLM's API server (workers are headless)."""
     targets = []
@@ -87,7 +83,7 @@ def scrape_targets(pods: Sequence[Mapping[str, Any]], port: int = SERVE_PORT) ->
         metadata = pod.get("metadata") or {}
         labels = metadata.get("labels") or {}
         ip = (pod.get("status") or {}).get("podIP")
-        if labels.get(n.ROLE, n.ROLE_LEADER) != n.ROLE_LEADER or not ip or not _pod_ready(pod):
+        if labels.get(n.ROLE, n.ROLE_LEADER) != n.ROLE_LEADER or not ip or not pod_ready(pod):
             continue
         if metadata.get("deletionTimestamp"):
             continue

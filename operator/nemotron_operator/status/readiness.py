@@ -49,7 +49,7 @@ class Readiness:
     blocker: Blocker | None  # None when every desired replica is ready and up to date
 
 
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: Mapping[str, Any]) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
@@ -94,7 +94,7 @@ def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
 
 
 def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
-    if _pod_ready(pod):
+    if pod_ready(pod):
         return None
     found = _container_blocker(pod)
     if found is not None:
@@ -153,7 +153,7 @@ def assess_readiness(
         if (p.get("metadata") or {}).get("labels", {}).get(n.COMPONENT) == n.COMPONENT_SERVING
     ]
     if nodes_per_replica <= 1:
-        ready = sum(1 for p in serving if _pod_ready(p))
+        ready = sum(1 for p in serving if pod_ready(p))
     else:
         by_replica: dict[str, list[Mapping[str, Any]]] = {}
         for pod in serving:
@@ -162,7 +162,7 @@ def assess_readiness(
         ready = sum(
             1
             for group in by_replica.values()
-            if len(group) >= nodes_per_replica and all(_pod_ready(p) for p in group)
+            if len(group) >= nodes_per_replica and all(pod_ready(p) for p in group)
         )
     ready = min(ready, desired_replicas)
     blockers = [b for b in (_pod_blocker(p) for p in serving) if b is not None]

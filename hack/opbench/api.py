@@ -113,9 +113,10 @@ class Client:
             await self.send("GET", f"/apis/{spec['group']}/{version}/{spec['names']['plural']}")
 
     async def warm_up(self, obj: dict[str, Any]) -> float:
-        """Create ``obj`` with server-side dry-run; seconds taken. kube-apiserver makes the
-        first write of a new custom resource wait ~2 s (measured: 2.0 s, dry-run or not, then
-        3-13 ms), a one-off that would otherwise fall on the first timed create."""
+        """Create ``obj`` with server-side dry-run; seconds taken. kube-apiserver can make the
+        first write of a new custom resource wait ~2 s (measured: 2.0 s in some starts, dry-run
+        or not, 4 ms in others; 3-13 ms for the writes after it), a one-off that would otherwise
+        fall on the first timed create."""
         meta = obj["metadata"]
         prefix = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
         path = f"{prefix}/namespaces/{meta['namespace']}/{obj['kind'].lower()}s?dryRun=All"

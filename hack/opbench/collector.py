@@ -34,6 +34,9 @@ class Track:
     plan: float | None = None
     children: float | None = None
     ready: float | None = None
+    # Ready=True and Progressing=False: the status has caught up with the StatefulSet too
+    # (kube-controller-manager's status updates can trail the pods' readiness by seconds).
+    settled: float | None = None
 
     @property
     def converged(self) -> float | None:
@@ -42,7 +45,7 @@ class Track:
         return max(self.plan, self.children)
 
     def latency(self, what: str) -> float | None:
-        end = self.converged if what == "converged" else self.ready
+        end = self.converged if what == "converged" else getattr(self, what)
         if end is None or self.created is None:
             return None
         return max(0.0, end - self.created)
@@ -88,7 +91,8 @@ class Collector:
                 await task
 
     async def wait(self, keys: Iterable[Key], what: str, seconds: float) -> bool:
-        """Until every key has ``what`` ("converged" or "ready"); False on timeout."""
+        """Until every key has ``what`` ("converged", "ready" or "settled"); False on
+        timeout."""
         # The keys still waited for, checked from the front and dropped once done: a check
         # of all N keys at each of the ~3N changes was 10 % of this process's CPU at N = 1,000.
         remaining = list(keys)
@@ -124,11 +128,13 @@ class Collector:
         if track.plan is None and status.get("plan"):
             track.plan = now
             self._changed.set()
-        if track.ready is None and any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in status.get("conditions") or []
-        ):
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        if track.ready is None and conditions.get("Ready") == "True":
             track.ready = now
+            self._changed.set()
+        rolled_out = conditions.get("Progressing") == "False"
+        if track.settled is None and conditions.get("Ready") == "True" and rolled_out:
+            track.settled = now
             self._changed.set()
 
     def _child(self, kind: str) -> Callable[[dict[str, Any], float], None]:

@@ -140,6 +140,10 @@ def print_table(results: dict[str, Any]) -> None:
               f"operator {_fmt(row.get('operator_cpu_s_to_converge'))}, cluster "
               f"{_cluster_cpu(row)}, benchmark "
               f"{_fmt(row.get('bench_cpu_s_to_converge'))}")  # fmt: skip
+    for size, row in (_get(results, "convergence", "batches") or {}).items():
+        print(f"N={size}: {row.get('not_settled_at_ready')} still Progressing when all were "
+              f"Ready; all settled (Ready, Progressing=False) at "
+              f"{_fmt(row.get('settled_wall_s'), ' s')}")  # fmt: skip
     api = results.get("api") or {}
     for size, row in (api.get("batches") or {}).items():
         print(f"API at N={size}: {row.get('requests_per_deployment')} requests/deployment "

@@ -171,12 +171,19 @@ class OperatorPhases:
         ready = converged and await self.wait(keys, "ready", self.args.timeout)
         at_ready = await self.client.counts()
         to_ready = meter.spent()
+        # The idle window must not start while the status still follows the cluster: on the
+        # real control plane the StatefulSet's status can trail its pod's readiness.
+        unsettled = len(self.collector.pending(keys, "settled"))
+        settled = ready and await self.wait(keys, "settled", self.args.timeout)
+        at_settled = await self.client.counts()
         row: dict[str, Any] = {
             "create_wall_s": round(created, 2),
             "converged": lat(self.collector, keys, "converged"),
             "converged_wall_s": wall(self.collector, keys, "converged", start),
             "ready": lat(self.collector, keys, "ready"),
             "ready_wall_s": wall(self.collector, keys, "ready", start),
+            "settled_wall_s": wall(self.collector, keys, "settled", start),
+            "not_settled_at_ready": unsettled,
             "operator_cpu_s_to_converge": round(cpu_converged, 2),
             # cluster = control plane + simulator (one process before the real control plane)
             "cluster_cpu_s_to_converge": to_converge["cluster"],
@@ -189,14 +196,15 @@ class OperatorPhases:
             "simulator_cpu_s_to_ready": to_ready["simulator"],
             "operator_rss_mib": round(operator.rss_mib(), 1),
         }
-        if not converged or not ready:
-            what = "converged" if not converged else "ready"
+        if not converged or not ready or not settled:
+            what = "converged" if not converged else "ready" if not ready else "settled"
             pending = self.collector.pending(keys, what)
             row["timeout"] = f"{len(pending)} not {what} after {self.args.timeout:.0f} s"
         results["convergence"]["batches"][str(size)] = row
         results["api"]["batches"][str(size)] = {
             **per_deployment(at_convergence, size),
             "to_ready": per_deployment(at_ready, size),
+            "to_settled": per_deployment(at_settled, size),
         }
         if last:
             results["footprint"].update(
@@ -348,7 +356,7 @@ def lat(collector: Collector, keys: list[Key], what: str) -> dict[str, float]:
 
 def wall(collector: Collector, keys: list[Key], what: str, start: float) -> float | None:
     tracks = [collector.tracks[k] for k in keys]
-    ends = [t.converged if what == "converged" else t.ready for t in tracks]
+    ends = [t.converged if what == "converged" else getattr(t, what) for t in tracks]
     if any(e is None for e in ends):
         return None
     return round(max(e for e in ends if e is not None) - start, 2)

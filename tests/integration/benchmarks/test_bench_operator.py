@@ -55,6 +55,8 @@ def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path)
     assert cluster["control_plane_cpu_s_total"]["kube-apiserver"] > 0
     assert cluster["control_plane_rss_mib_start"] > 0
     batch = results["convergence"]["batches"]["3"]
+    # The idle window starts once every status has caught up (Ready, Progressing=False).
+    assert batch["settled_wall_s"] >= batch["ready_wall_s"] > 0
     assert batch["control_plane_cpu_s_to_ready"] > 0
     assert batch["cluster_cpu_s_to_ready"] == pytest.approx(
         batch["control_plane_cpu_s_to_ready"] + batch["simulator_cpu_s_to_ready"], abs=0.02

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Sequence
 
 from nemotron_sim import netns
+from nemotron_sim.agents.node_objects import NodeSpecError, parse_node_spec
 from nemotron_sim.cli_options import add_cluster_options, check_cluster_options, pod_options
-from nemotron_sim.controllers.nodes import NodeSpecError, parse_node_spec
 from nemotron_sim.controlplane.binaries import MissingBinariesError, bin_dir
 
 READY_LINE = "SIMULATED cluster ready"

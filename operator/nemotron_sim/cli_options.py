@@ -1,6 +1,5 @@
-"""The command-line options both cluster commands share: nodes, kubeconfig, pod timings and
-the image → program mapping (``python -m nemotron_sim`` and ``python -m
-nemotron_sim.homemade_cli``)."""
+"""The command-line options of ``python -m nemotron_sim``: nodes, kubeconfig, pod timings and
+the image → program mapping."""
 
 from __future__ import annotations
 
@@ -8,9 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim.controllers.images import parse_mapping
-from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
-from nemotron_sim.controllers.nodes import parse_node_spec
+from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
+from nemotron_sim.kubelet.images import parse_mapping
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:

@@ -27,30 +27,31 @@ from types import TracebackType
 from typing import Any
 
 from nemotron_sim.agents.kubelet_api import KubeletApi
-from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
-from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
-from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
-from nemotron_sim.controllers.images import ImagePrograms
-from nemotron_sim.controllers.ipam import CidrPool
-from nemotron_sim.controllers.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
-from nemotron_sim.controllers.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, KubeletSettings
-from nemotron_sim.controllers.manager import DEFAULT_NODES, gpu_facts
-from nemotron_sim.controllers.nodes import (
+from nemotron_sim.agents.node_objects import (
+    DEFAULT_NODES,
     build_nodes,
     build_system_node,
+    gpu_facts,
     parse_node_spec,
     ready_conditions,
 )
-from nemotron_sim.controllers.podfiles import ApiAccess, service_account
-from nemotron_sim.controllers.runtime import EventRecorder
+from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
+from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
+from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
 from nemotron_sim.controlplane import ControlPlane, flags
 from nemotron_sim.controlplane.binaries import crd_dir, recipe_versions
 from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
 from nemotron_sim.controlplane.network import API_PORT, KUBELET_PORT, PROXY_HTTP_PORT
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.kubeapi.client import KubeApi
+from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
+from nemotron_sim.kubelet.events import EventRecorder
+from nemotron_sim.kubelet.images import ImagePrograms
+from nemotron_sim.kubelet.ipam import CidrPool
+from nemotron_sim.kubelet.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, KubeletSettings
+from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
 

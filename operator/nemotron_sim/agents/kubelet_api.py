@@ -16,14 +16,13 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_sim.apiserver.errors import ApiError
-from nemotron_sim.controllers import container_logs
-from nemotron_sim.controllers.container_logs import LogTarget
-from nemotron_sim.controllers.kinds import PODS
 from nemotron_sim.controlplane.network import KUBELET_PORT
+from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubeapi.store import ObjectStore
+from nemotron_sim.kubelet import container_logs
+from nemotron_sim.kubelet.container_logs import LogRequestError, LogTarget
 
-# (pod, container, previous) → where that container's log is (ApiError 400 when there is none)
+# (pod, container, previous) → where that container's log is (LogRequestError if there is none)
 LogLookup = Callable[[dict[str, Any], str, bool], LogTarget]
 
 
@@ -72,7 +71,7 @@ class KubeletApi:
             return web.Response(status=404, text=f'pod "{name}" not found on node {node}')
         try:
             target = self._logs(pod, container, _flag(request, "previous"))
-        except ApiError as error:
+        except LogRequestError as error:
             return web.Response(status=error.code, text=error.message)
         data = container_logs.read(
             target, _number(request, "tailLines"), _number(request, "limitBytes")

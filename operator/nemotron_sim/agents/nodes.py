@@ -17,7 +17,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from nemotron_sim.controllers.nodes import ready_conditions
+from nemotron_sim.agents.node_objects import ready_conditions
 from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from nemotron_sim.controllers.proxy import Backend, ServiceProxy
+from nemotron_sim.agents.tcp_proxy import Backend, ServiceProxy
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 APPLY = "application/apply-patch+yaml"
-JOURNAL_SIZE = 10_000  # as the home-made API server kept it
+JOURNAL_SIZE = 10_000  # as the retired home-made API server kept it
 
 
 def journal() -> deque[tuple[str, str, int]]:

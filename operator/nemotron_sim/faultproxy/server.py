@@ -9,7 +9,7 @@ header: bearer tokens pass, client certificates do not). Responses stream back a
 watches and ``kubectl logs -f`` work through it.
 
 ``/_sim/`` is the proxy's own: ``faults`` (GET, POST, DELETE, DELETE ``/{id}``), ``requests``
-(GET) and ``request-counts`` (GET; DELETE resets) with the shapes the home-made API server had,
+(GET) and ``request-counts`` (GET; DELETE resets) with the old API server's shapes,
 and the faults only a real control plane has: ``control-plane/{component}/{stop,start,restart,
 kill}`` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), ``nodes/{name}/
 heartbeat/{stop,resume}`` and ``compact`` (etcd compacts its history now, so a watch that

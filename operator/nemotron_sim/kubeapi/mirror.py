@@ -1,9 +1,9 @@
 """The simulated nodes' view of the cluster: informers' caches to read, a write queue to write.
 
 It offers the small part of a store that the simulated kubelet uses (``peek``/``get``/``scan``
-to read, ``merge_patch``/``delete``/``create`` to write), so the kubelet reads and writes the
-real API server the way it read the in-process store: reads from watch caches (a kubelet reads
-its pods, Secrets and ConfigMaps from informers too) and writes that do not block it.
+to read, ``merge_patch``/``delete``/``create`` to write), so the kubelet reads and writes
+kube-apiserver through reads from watch caches (a kubelet reads its pods, Secrets and ConfigMaps
+from informers too) and writes that do not block it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Mirror:
         for key in keys:
             self.informers[key].subscribe(callback)
 
-    # --- reads (the caches' objects: read-only, as the in-process store's peek/scan) ----------
+    # --- reads (the caches' objects: read-only for peek/scan) ----------------------------------
 
     def _cache(self, key: ResourceKey) -> dict[tuple[str, str], dict[str, Any]]:
         informer = self.informers.get(key)

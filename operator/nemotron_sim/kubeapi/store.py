@@ -1,6 +1,5 @@
-"""What the simulated kubelet needs of the cluster's objects, whichever API server holds them:
-the in-process store of the home-made API server, or a :class:`~nemotron_sim.kubeapi.mirror.Mirror`
-of kube-apiserver."""
+"""What the simulated kubelet needs of the cluster's objects: the part of a store that
+:class:`~nemotron_sim.kubeapi.mirror.Mirror` offers over kube-apiserver (unit tests pass fakes)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nemotron_sim.controllers.kinds import PODS
+from nemotron_sim.kubeapi.kinds import PODS
 from tests.integration.cluster.manifests import vllm_statefulset
 from tests.kube import KubeHandle
 

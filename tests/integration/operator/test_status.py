@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from nemotron_sim.controllers.kinds import NODES as NODE_KEY
+from nemotron_sim.kubeapi.kinds import NODES as NODE_KEY
 from tests.integration.operator.helpers import (
     EVENTS,
     NAMESPACE,

@@ -207,7 +207,7 @@ def test_the_operator_needs_only_its_declared_runtime_dependencies(repo_root: Pa
         ),
         "nemotron_sim",
     ]
-    assert {"celpy", "jsonschema", "pytest", "nemotron_sim"} <= set(blocked)
+    assert {"cryptography", "jsonschema", "pytest", "nemotron_sim"} <= set(blocked)
     probe = """
 import importlib.abc, json, sys
 blocked = set(json.loads(sys.argv[1]))

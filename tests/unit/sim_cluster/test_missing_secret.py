@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nemotron_sim.controllers.podenv import missing_secret
+from nemotron_sim.kubelet.podenv import missing_secret
 
 CONTAINER = {
     "name": "download",

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from nemotron_sim.controllers.nodes import (
+from nemotron_sim.agents.node_objects import (
     GpuFacts,
     NodeGroup,
     NodeSpecError,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from nemotron_sim.controllers.pod_status import PodModel, qos_class
+from nemotron_sim.kubelet.pod_status import PodModel, qos_class
 
 
 def pod(**spec: object) -> dict[str, object]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from nemotron_sim.controllers.podenv import container_env, expand, expanded_argv
+from nemotron_sim.kubelet.podenv import container_env, expand, expanded_argv
 
 POD = {
     "metadata": {

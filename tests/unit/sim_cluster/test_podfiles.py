@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.controllers.podfiles import (
+from nemotron_sim.kubelet.podfiles import (
     SERVICE_ACCOUNT_PATH,
     ApiAccess,
     MountError,

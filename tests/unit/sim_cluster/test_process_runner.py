@@ -5,16 +5,16 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.controllers.images import (
+from nemotron_sim.kubelet.images import (
     OPERATOR_IMAGE,
     ImagePrograms,
     image_repository,
     parse_mapping,
 )
-from nemotron_sim.controllers.podenv import ContainerConfigError, container_env
-from nemotron_sim.controllers.probes import ProbeCounter, ProbeSpec
-from nemotron_sim.controllers.process import exit_code
-from nemotron_sim.controllers.process_runner import CrashBackoff, go_duration, should_restart
+from nemotron_sim.kubelet.podenv import ContainerConfigError, container_env
+from nemotron_sim.kubelet.probes import ProbeCounter, ProbeSpec
+from nemotron_sim.kubelet.process import exit_code
+from nemotron_sim.kubelet.process_runner import CrashBackoff, go_duration, should_restart
 
 POD = {"metadata": {"name": "p", "namespace": "ai", "uid": "u"}, "spec": {}, "status": {}}
 SECRET = {"data": {"token": "czNjcjN0"}}  # "s3cr3t"

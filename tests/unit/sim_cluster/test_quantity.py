@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from nemotron_sim.controllers.quantity import QuantityError, parse_quantity, sum_resources
+from nemotron_sim.kubelet.quantity import QuantityError, parse_quantity, sum_resources
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,238 @@
+"""Simulated GPU nodes from a compact description such as ``NVIDIA-H200:8x2,NVIDIA-B200:8x1``.
+
+Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eight H200 each.
+Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
+``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
+have (GKE adds exactly this taint to GPU node pools).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
+
+DEFAULT_NODES = "NVIDIA-H200:8x2,NVIDIA-B200:8x1"
+SIMULATED_LABEL = "sim.nemotron.io/simulated"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+# Host size of an 8-GPU HGX/DGX-class node. DGX H200 and DGX B200 datasheets: two Xeon
+# Platinum CPUs with 112 cores in total (224 hardware threads) and 2 TB of system memory.
+NODE_CPU = 224
+NODE_MEMORY_GIB = 2048
+# What a kubelet typically keeps for the system (kube-reserved + system-reserved), simulated.
+RESERVED_CPU = 4
+RESERVED_MEMORY_GIB = 32
+MAX_PODS = 110  # the kubelet's default --max-pods
+KUBELET_VERSION = "v0.0.0-sim"  # the cluster passes the control plane's version
+
+_ENTRY = re.compile(r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)$")
+
+
+class NodeSpecError(ValueError):
+    """The compact node description cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    product: str
+    gpus_per_node: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What GPU Feature Discovery would read from NVML for one product."""
+
+    memory_mib: int | None  # None: NVML reports no dedicated memory (GB10), label omitted
+    compute_major: int
+    compute_minor: int
+    family: str
+
+
+def gpu_facts(product: str) -> GpuFacts:
+    """GFD's view of a catalog GPU; the simulated nodes take their numbers from the catalog."""
+    gpu = lookup_gpu(product)
+    if gpu is None:
+        known = ", ".join(g.name for g in GPUS)
+        raise NodeSpecError(f"unknown GPU product {product!r}; the catalog has: {known}")
+    major, minor = gpu.compute_capability
+    memory = gpu.memory_mib if gpu.memory_reported else None
+    return GpuFacts(memory_mib=memory, compute_major=major, compute_minor=minor, family=gpu.family)
+
+
+def parse_node_spec(text: str) -> list[NodeGroup]:
+    """Parse ``PRODUCT:GPUSxNODES[,...]``; the same product may not appear twice."""
+    groups: list[NodeGroup] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        match = _ENTRY.match(entry)
+        if match is None:
+            raise NodeSpecError(
+                f"bad node group {entry!r}: expected PRODUCT:GPUSxNODES, "
+                "e.g. NVIDIA-H200:8x2 (two nodes with eight H200 each)"
+            )
+        group = NodeGroup(match["product"], int(match["gpus"]), int(match["nodes"]))
+        if group.gpus_per_node < 1 or group.nodes < 1:
+            raise NodeSpecError(f"bad node group {entry!r}: GPUs and nodes must be at least 1")
+        if any(g.product == group.product for g in groups):
+            raise NodeSpecError(f"GPU product {group.product} appears twice in {text!r}")
+        groups.append(group)
+    return groups
+
+
+def node_name(product: str, index: int) -> str:
+    short = product.lower().removeprefix("nvidia-")
+    return f"sim-{short}-{index}"
+
+
+def build_node(
+    group: NodeGroup,
+    index: int,
+    facts: GpuFacts,
+    internal_ip: str,
+    kubelet_version: str = KUBELET_VERSION,
+) -> dict[str, Any]:
+    """A Node object as a kubelet plus GPU Feature Discovery would register it."""
+    name = node_name(group.product, index)
+    gpus = str(group.gpus_per_node)
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": f"sim-{gpus}x-{group.product.lower()}",
+        SIMULATED_LABEL: "true",
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": group.product,
+        "nvidia.com/gpu.count": gpus,
+        "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.family": facts.family,
+        "nvidia.com/gpu.compute.major": str(facts.compute_major),
+        "nvidia.com/gpu.compute.minor": str(facts.compute_minor),
+    }
+    if facts.memory_mib is not None:
+        labels["nvidia.com/gpu.memory"] = str(facts.memory_mib)
+    capacity = {
+        "cpu": str(NODE_CPU),
+        "memory": f"{NODE_MEMORY_GIB}Gi",
+        "nvidia.com/gpu": gpus,
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "3840Gi",
+    }
+    allocatable = {
+        **capacity,
+        "cpu": str(NODE_CPU - RESERVED_CPU),
+        "memory": f"{NODE_MEMORY_GIB - RESERVED_MEMORY_GIB}Gi",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"sim.nemotron.io/note": "simulated node: no real GPU behind it"},
+        },
+        "spec": {"providerID": f"sim://{name}", "taints": [dict(GPU_TAINT)]},
+        "status": {
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "conditions": ready_conditions(),
+            "addresses": [
+                {"type": "InternalIP", "address": internal_ip},
+                {"type": "Hostname", "address": name},
+            ],
+            "nodeInfo": {
+                "kubeletVersion": kubelet_version,
+                "kubeProxyVersion": kubelet_version,
+                "containerRuntimeVersion": "sim://1.0",
+                "osImage": "Simulated GPU node (nemotron-operator sim)",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "kernelVersion": "sim",
+                "machineID": name,
+                "systemUUID": name,
+                "bootID": name,
+            },
+        },
+    }
+
+
+SYSTEM_CPU = 16
+SYSTEM_MEMORY_GIB = 64
+
+
+def build_system_node(
+    index: int, internal_ip: str, kubelet_version: str = KUBELET_VERSION
+) -> dict[str, Any]:
+    """A node without GPUs or taints, where controllers (the operator itself) can run."""
+    name = f"sim-system-{index}"
+    capacity = {
+        "cpu": str(SYSTEM_CPU),
+        "memory": f"{SYSTEM_MEMORY_GIB}Gi",
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "500Gi",
+    }
+    node = build_node(NodeGroup("system", 0, 1), index, GpuFacts(None, 0, 0, ""), internal_ip,
+                      kubelet_version)  # fmt: skip
+    node["metadata"]["name"] = name
+    node["metadata"]["labels"] = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "sim-cpu-16",
+        SIMULATED_LABEL: "true",
+    }
+    node["metadata"]["annotations"] = {"sim.nemotron.io/note": "simulated node without GPUs"}
+    node["spec"] = {"providerID": f"sim://{name}"}
+    node["status"]["capacity"] = capacity
+    node["status"]["allocatable"] = {**capacity, "cpu": str(SYSTEM_CPU - 1)}
+    node["status"]["addresses"][1]["address"] = name
+    for key in ("machineID", "systemUUID", "bootID"):
+        node["status"]["nodeInfo"][key] = name
+    node["status"]["nodeInfo"]["osImage"] = "Simulated CPU node (nemotron-operator sim)"
+    return node
+
+
+def ready_conditions(now: str | None = None) -> list[dict[str, str]]:
+    """A healthy kubelet's node conditions; with ``now``, its heartbeat and transition times."""
+    healthy = [
+        ("MemoryPressure", "KubeletHasSufficientMemory"),
+        ("DiskPressure", "KubeletHasNoDiskPressure"),
+        ("PIDPressure", "KubeletHasSufficientPID"),
+    ]
+    conditions = [
+        {"type": kind, "status": "False", "reason": reason, "message": "simulated"}
+        for kind, reason in healthy
+    ]
+    conditions.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "simulated kubelet is posting ready status",
+        }
+    )
+    if now is not None:
+        for condition in conditions:
+            condition["lastHeartbeatTime"] = condition["lastTransitionTime"] = now
+    return conditions
+
+
+def build_nodes(
+    groups: list[NodeGroup],
+    facts_for: Callable[[str], GpuFacts],
+    allocate_ip: Callable[[], str],
+    kubelet_version: str = KUBELET_VERSION,
+) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    for group in groups:
+        facts = facts_for(group.product)
+        nodes.extend(
+            build_node(group, index, facts, allocate_ip(), kubelet_version)
+            for index in range(group.nodes)
+        )
+    return nodes

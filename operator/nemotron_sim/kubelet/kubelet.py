@@ -1,0 +1,413 @@
+"""The simulated kubelet: runs the pods kube-scheduler binds to the simulated nodes.
+
+Per pod: a loopback pod IP, init containers that complete after ``init_seconds`` (no image pull,
+no network: the ``hf download`` weight fetch is only pretended), then the containers. A container
+whose command is ``vllm serve ...`` runs a stand-in vLLM (:class:`StubVllm`) on ``podIP:port``;
+its readiness comes from its ``readinessProbe``/``startupProbe`` ``httpGet`` (or ``/health``),
+polled every ``probe_period`` seconds until it first succeeds — real probe periods are compressed.
+A command line the stand-in refuses leaves the container in ``CrashLoopBackOff`` with vLLM's error
+as the message, retried with the kubelet's doubling back-off. Any other container just "runs"
+and is ready. Mapped images run as local processes (process_pods.py). No images, GPUs or runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from nemotron_sim.kubeapi.client import ApiStatusError
+from nemotron_sim.kubeapi.kinds import NODES, PODS, SECRETS
+from nemotron_sim.kubeapi.resources import WatchEvent
+from nemotron_sim.kubeapi.store import ObjectStore
+from nemotron_sim.kubelet.events import (
+    EventRecorder,
+    involved,
+    log,
+    now_rfc3339,
+)
+from nemotron_sim.kubelet.images import ImagePrograms
+from nemotron_sim.kubelet.ipam import AddressPool, can_bind
+from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
+from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
+from nemotron_sim.kubelet.podfiles import ApiAccess
+from nemotron_sim.kubelet.probes import resolve_port
+from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
+from nemotron_sim.kubelet.process_runner import RunnerSettings
+from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.vllm.kv_cache import parse_bias
+
+COMPONENT = "kubelet"
+# The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
+CRASH_BACKOFF_CAP_SECONDS = 300.0
+_BIND_ATTEMPTS = 20
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
+
+
+@dataclass(frozen=True)
+class KubeletSettings:
+    load_seconds: float = 0.0  # simulated model load of each stand-in vLLM
+    init_seconds: float = 0.05  # how long each init container "runs"
+    probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
+    crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
+    crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
+    programs: ImagePrograms = field(default_factory=ImagePrograms.with_defaults)
+    probe_time_scale: float = 1.0  # process probes: their periods and delays times this
+    workdir: Path | None = None  # pod directories of process pods (default: a temp dir)
+    stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops
+    # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
+    # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
+    kv_cache_bias: float = 0.0
+
+    def runner_settings(self) -> RunnerSettings:
+        return RunnerSettings(
+            programs=self.programs,
+            probe_time_scale=self.probe_time_scale,
+            crash_backoff_seconds=self.crash_backoff_seconds,
+            crash_backoff_cap_seconds=self.crash_backoff_cap_seconds,
+        )
+
+
+KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def is_vllm_serve(argv: list[str]) -> bool:
+    """``vllm serve ...`` directly, via a path, or via ``sh -c "[exec] vllm serve ..."``."""
+    words = argv
+    if len(words) >= 3 and os.path.basename(words[0]) in {"sh", "bash"} and words[1] == "-c":
+        try:
+            words = shlex.split(words[2])
+        except ValueError:
+            return False
+        if words[:1] == ["exec"]:
+            words = words[1:]
+    return len(words) >= 2 and os.path.basename(words[0]) == "vllm" and words[1] == "serve"
+
+
+def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
+    """(port, path) the kubelet probes for readiness; None when only "started" counts."""
+    for kind in ("readinessProbe", "startupProbe"):
+        http = (container.get(kind) or {}).get("httpGet")
+        if http:
+            port = resolve_port(http.get("port"), container)
+            return None if port is None else (port, http.get("path") or "/")
+    if stub.is_worker:
+        return None
+    return (stub.config.port, "/health")
+
+
+@dataclass
+class _RunningPod:
+    namespace: str
+    name: str
+    pod_ip: str
+    pool: AddressPool | None = None  # where pod_ip came from
+    task: asyncio.Task[None] | None = None
+    stubs: list[StubVllm] = field(default_factory=list)
+
+
+class Kubelet:
+    """One kubelet for all simulated nodes (they share this process)."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        recorder: EventRecorder,
+        node_ips: dict[str, str],
+        pod_ips: Callable[[str], AddressPool],
+        settings: KubeletSettings,
+        *,
+        api: ApiAccess | None = None,
+        token_source: PodTokenSource | None = None,
+    ) -> None:
+        self.processes = ProcessPods(
+            store,
+            settings.runner_settings(),
+            workdir=settings.workdir,
+            api=api,
+            token_source=token_source,
+            stop_grace_seconds=settings.stop_grace_seconds,
+        )
+        self._store = store
+        self._recorder = recorder
+        self._node_ips = node_ips
+        self._pod_ips = pod_ips
+        self.settings = settings
+        self._pods: dict[str, _RunningPod] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    def running_pods(self) -> int:
+        return len(self._pods)
+
+    def stub(self, namespace: str, name: str) -> StubVllm | None:
+        """The stand-in vLLM of a pod (the first serving one), for tests and the demo."""
+        for running in self._pods.values():
+            if (running.namespace, running.name) == (namespace, name):
+                return next((s for s in running.stubs if not s.is_worker), None)
+        return None
+
+    def observe(self, event: WatchEvent) -> None:
+        if event.key != PODS:
+            return
+        pod = event.obj
+        md = pod.get("metadata", {})
+        uid = md.get("uid", "")
+        if event.type == "DELETED":
+            self._forget(uid)
+            return
+        node = (pod.get("spec") or {}).get("nodeName")
+        if md.get("deletionTimestamp"):
+            if not self.processes.begin_termination(uid, pod):
+                self._forget(uid)
+                if node in self._node_ips:
+                    # Nothing runs that needs a grace period: confirm the deletion, as a
+                    # kubelet does once the containers are gone (kube-apiserver only marks
+                    # pods bound to a node).
+                    self._store.delete(
+                        PODS, md.get("namespace"), md["name"], grace_period=0,
+                        preconditions={"uid": uid},
+                    )  # fmt: skip
+            return
+        if node in self._node_ips and uid not in self._pods:
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                return
+            running = _RunningPod(md.get("namespace", ""), md["name"], "")
+            self._pods[uid] = running
+            running.task = asyncio.create_task(self._run(running, pod, self._node_ips[node]))
+
+    def _forget(self, uid: str) -> None:
+        self.processes.forget(uid)
+        running = self._pods.pop(uid, None)
+        if running is not None and running.task is not None:
+            running.task.cancel()
+
+    async def stop(self) -> None:
+        await self.processes.stop()
+        tasks = [r.task for r in self._pods.values() if r.task is not None]
+        self._pods.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _run(self, running: _RunningPod, pod: dict[str, Any], host_ip: str) -> None:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        declared = [
+            int(port["containerPort"])
+            for c in containers
+            if self.settings.programs.runs(c)
+            for port in c.get("ports") or []
+            if port.get("containerPort")
+        ]
+        running.pool = self._pod_ips(str((pod.get("spec") or {}).get("nodeName")))
+        running.pod_ip = self._allocate_ip(
+            running.pool, [*_serving_ports(pod, containers), *declared]
+        )
+        # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
+        seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
+                                  "hostIP": host_ip}}  # fmt: skip
+        stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
+        gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
+        for container in containers:
+            if self.settings.programs.runs(container):
+                continue
+            argv = expanded_argv(seen, container)
+            if is_vllm_serve(argv):
+                try:
+                    bias = container_env(seen, container).get(KV_CACHE_BIAS_ENV)
+                    stubs[container["name"]] = StubVllm(
+                        argv,
+                        load_seconds=self.settings.load_seconds,
+                        gpu_product=gpu_product,
+                        kv_cache_bias=self.settings.kv_cache_bias
+                        if bias is None
+                        else parse_bias(KV_CACHE_BIAS_ENV, bias),
+                    )
+                except StubVllmArgumentError as error:
+                    stubs[container["name"]] = error
+        model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())
+        try:
+            await self._lifecycle(running, seen, model, stubs)
+            await asyncio.Event().wait()  # the containers run until the pod is deleted
+        except ApiStatusError as error:
+            log.debug("kubelet: pod %s/%s went away: %s", running.namespace, running.name, error)
+        finally:
+            for stub in running.stubs:
+                with contextlib.suppress(Exception):
+                    await stub.stop()
+            if running.pool is not None:
+                running.pool.release(running.pod_ip)
+
+    def _gpu_product(self, node_name: str | None) -> str | None:
+        """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
+        node = self._store.get(NODES, None, node_name) if node_name else None
+        labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+        product = labels.get(GPU_PRODUCT_LABEL)
+        return str(product) if product else None
+
+    def _allocate_ip(self, pool: AddressPool, ports: list[int]) -> str:
+        """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
+        for _ in range(_BIND_ATTEMPTS):
+            address = pool.allocate()
+            if all(can_bind(address, port) for port in ports):
+                return address
+            log.info("kubelet: %s is taken on this machine, trying another pod IP", address)
+        raise RuntimeError("kubelet: no free loopback pod IP after several attempts")
+
+    async def _lifecycle(
+        self,
+        running: _RunningPod,
+        pod: dict[str, Any],
+        model: PodModel,
+        stubs: dict[str, StubVllm | StubVllmArgumentError],
+    ) -> None:
+        specs_init = (pod.get("spec") or {}).get("initContainers") or []
+        for init, spec in zip(model.init_containers, specs_init, strict=False):
+            await self._wait_for_secrets(running, model, init, spec)
+            started = now_rfc3339()
+            init.run(started)
+            self._write(running, model)  # the first one also reports the pod IP
+            await asyncio.sleep(self.settings.init_seconds)
+            init.complete(started, now_rfc3339())
+        model.phase = "Running"
+        probes: list[asyncio.Task[None]] = []
+        specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        if self.processes.wants(pod):
+            probes.extend(await self._start_processes(running, pod, model))
+        for state in model.containers:
+            if self.settings.programs.runs(specs.get(state.name) or {}):
+                continue
+            stub = stubs.get(state.name)
+            if isinstance(stub, StubVllmArgumentError):
+                probes.append(asyncio.create_task(self._crash_loop(running, model, state, stub)))
+                continue
+            await self._wait_for_secrets(running, model, state, specs[state.name])
+            state.run(now_rfc3339())
+            if stub is None:
+                state.ready = True
+                continue
+            await stub.start(running.pod_ip, stub.config.port)
+            running.stubs.append(stub)
+            target = probe_target(specs[state.name], stub)
+            if target is None:
+                state.ready = True
+            else:
+                probes.append(asyncio.create_task(self._probe(running, model, state, target)))
+        self._write(running, model)
+        if not all(self.settings.programs.runs(c) for c in specs.values()):
+            self._record(running, pod, "Started", "Started containers (simulated)")
+        try:
+            await asyncio.gather(*probes, return_exceptions=True)
+        finally:
+            for task in probes:
+                task.cancel()
+
+    async def _start_processes(
+        self, running: _RunningPod, pod: dict[str, Any], model: PodModel
+    ) -> list[asyncio.Task[None]]:
+        uid = pod["metadata"].get("uid", "")
+
+        def write() -> None:
+            phase = self.processes.finished_phase(uid, model)
+            if phase is not None:
+                model.phase = phase
+            with contextlib.suppress(ApiStatusError):
+                self._write(running, model)
+
+        def record(reason: str, message: str, warning: bool) -> None:
+            with contextlib.suppress(ApiStatusError):
+                ref = involved(pod, "v1", "Pod")
+                self._recorder.record(COMPONENT, ref, reason, message, warning=warning)
+
+        return await self.processes.start(pod, model, write, record)
+
+    async def _wait_for_secrets(
+        self, running: _RunningPod, model: PodModel, state: ContainerState, spec: Mapping[str, Any]
+    ) -> None:
+        """As the kubelet: a container whose Secret is missing waits, reported as
+        ``CreateContainerConfigError``, and starts once the Secret exists."""
+        reported = None
+        while True:
+            secrets = {
+                str(s["metadata"]["name"]): s for s in self._store.scan(SECRETS, running.namespace)
+            }
+            problem = missing_secret(spec, running.namespace, secrets)
+            if problem is None:
+                return
+            if problem != reported:
+                state.state = {
+                    "waiting": {"reason": "CreateContainerConfigError", "message": problem}
+                }
+                self._write(running, model)
+                reported = problem
+            await asyncio.sleep(max(0.1, self.settings.probe_period))
+
+    async def _probe(
+        self, running: _RunningPod, model: PodModel, state: ContainerState, target: tuple[int, str]
+    ) -> None:
+        port, path = target
+        url = f"http://{running.pod_ip}:{port}{path}"
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=_PROBE_TIMEOUT)
+        while not state.ready:
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError, OSError):
+                async with self._session.get(url) as response:
+                    state.ready = 200 <= response.status < 400
+            if not state.ready:
+                await asyncio.sleep(self.settings.probe_period)
+        self._write(running, model)
+
+    async def _crash_loop(
+        self,
+        running: _RunningPod,
+        model: PodModel,
+        state: ContainerState,
+        error: StubVllmArgumentError,
+    ) -> None:
+        backoff = self.settings.crash_backoff_seconds
+        while True:
+            started = now_rfc3339()
+            state.crash(str(error), started, now_rfc3339())
+            self._write(running, model)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, CRASH_BACKOFF_CAP_SECONDS)
+            state.restart_count += 1
+
+    def _write(self, running: _RunningPod, model: PodModel) -> None:
+        status = model.render(now_rfc3339())
+        self._store.merge_patch(
+            PODS,
+            running.namespace,
+            running.name,
+            {"status": status},
+            subresource="status",
+            copy=False,
+        )
+
+    def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:
+        with contextlib.suppress(ApiStatusError):
+            self._recorder.record(COMPONENT, involved(pod, "v1", "Pod"), reason, text)
+
+
+def _serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> list[int]:
+    """Ports the pod's stand-in vLLMs will listen on (checked free before the IP is taken)."""
+    ports = []
+    for container in containers:
+        argv = expanded_argv(pod, container)
+        if not is_vllm_serve(argv):
+            continue
+        with contextlib.suppress(StubVllmArgumentError):
+            config = parse_serve_argv(argv)
+            if not config.is_worker:
+                ports.append(config.port)
+    return ports

@@ -94,6 +94,10 @@ class Settings:
     # kube-apiserver compacts etcd this often (its default: 5 m); a watch that asks for an
     # older resourceVersion is answered 410 Gone.
     etcd_compaction_seconds: int = 300
+    # Built-in resources (``configmaps``, ``leases.coordination.k8s.io``) kube-apiserver serves
+    # without its watch cache, from etcd: only their watches see an etcd compaction at once (a
+    # cached resource's watch gets 410 Gone only when it falls out of the cache's window).
+    uncached_resources: tuple[str, ...] = ()
     verbosity: int = 1
 
 
@@ -122,6 +126,11 @@ def kube_apiserver(plan: AddressPlan, layout: Layout, settings: Settings) -> lis
         f"--secure-port={API_PORT}",
         f"--etcd-servers={plan.etcd_url}",
         f"--etcd-compaction-interval={settings.etcd_compaction_seconds}s",
+        *(
+            [f"--watch-cache-sizes={','.join(f'{r}#0' for r in settings.uncached_resources)}"]
+            if settings.uncached_resources
+            else []
+        ),
         f"--tls-cert-file={layout.cert('apiserver')}",
         f"--tls-private-key-file={layout.key('apiserver')}",
         f"--client-ca-file={layout.cert('ca')}",

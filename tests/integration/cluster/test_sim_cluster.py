@@ -1,4 +1,4 @@
-"""The home-made cluster over HTTP, as kubectl and the operator see it. (The entry points,
+"""The simulated cluster over HTTP, as kubectl and the operator see it. (The entry points,
 ``python -m nemotron_sim`` and the demo, run on the real control plane:
 tests/integration/controlplane/test_cli.py.)"""
 

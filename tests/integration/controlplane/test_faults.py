@@ -59,16 +59,6 @@ def call(
     return status, decoded, got
 
 
-def wait_for(what: str, check: Any, seconds: float = 60.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @pytest.fixture(autouse=True)
 def no_faults_left(faulty: KubeHandle) -> Iterator[None]:
     yield
@@ -189,8 +179,8 @@ def test_kube_apiserver_and_etcd_stop_and_come_back(faulty: KubeHandle) -> None:
     status, _, _ = call(faulty, "GET", f"{CONFIGMAPS}?limit=1&timeout=3s", timeout=60)
     assert status >= 500
     assert call(faulty, "POST", "/_sim/control-plane/etcd/start", timeout=90)[0] == 200
-    wait_for("kube-apiserver to read from etcd again",
-             lambda: call(faulty, "GET", f"{CONFIGMAPS}?limit=1")[0] == 200)  # fmt: skip
+    faulty.wait_until(lambda: call(faulty, "GET", f"{CONFIGMAPS}?limit=1")[0] == 200,
+                      seconds=60, what="kube-apiserver to read from etcd again")  # fmt: skip
     status, body, _ = call(faulty, "POST", "/_sim/control-plane/kube-etcd/stop")
     assert status == 400
     assert "no component 'kube-etcd'" in body["message"]
@@ -210,8 +200,8 @@ def test_a_restarted_kube_controller_manager_goes_on_reconciling(faulty: KubeHan
     }  # fmt: skip
     assert call(faulty, "POST", "/apis/apps/v1/namespaces/default/deployments", manifest)[0] == 201
     sets = "/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dafter-restart"
-    wait_for("the restarted controller manager's ReplicaSet",
-             lambda: call(faulty, "GET", sets)[1]["items"])  # fmt: skip
+    faulty.wait_until(lambda: call(faulty, "GET", sets)[1]["items"], seconds=60,
+                      what="the restarted controller manager's ReplicaSet")  # fmt: skip
     call(faulty, "DELETE", "/apis/apps/v1/namespaces/default/deployments/after-restart")
 
 
@@ -234,12 +224,13 @@ def test_a_node_whose_lease_stops_is_marked_unknown_and_recovers(faulty: KubeHan
         frozen = renewed(faulty, node)
         time.sleep(2.5)
         assert renewed(faulty, node) == frozen
-        wait_for("kube-controller-manager to mark the node Unknown",
-                 lambda: ready(faulty, node) == "Unknown", seconds=60)  # fmt: skip
+        faulty.wait_until(lambda: ready(faulty, node) == "Unknown", seconds=60,
+                          what="kube-controller-manager to mark the node Unknown")  # fmt: skip
     finally:
         call(faulty, "POST", f"/_sim/nodes/{node}/heartbeat/resume")
-    wait_for("the node to be Ready again", lambda: ready(faulty, node) == "True", seconds=60)
-    assert renewed(faulty, node) != frozen
+    faulty.wait_until(lambda: ready(faulty, node) == "True", seconds=60, what="Ready again")
+    # Ready is re-posted at once on resume; the Lease is renewed at the next beat.
+    faulty.wait_until(lambda: renewed(faulty, node) != frozen, seconds=10, what="a renewal")
 
 
 def watch_events(handle: KubeHandle, path: str) -> list[dict[str, Any]]:
@@ -268,7 +259,7 @@ def test_a_watch_from_before_an_etcd_compaction_is_answered_410_gone(
                                       "&timeoutSeconds=1")  # fmt: skip
         return [e for e in events if e["type"] == "ERROR" and e["object"]["code"] == 410]
 
-    errors = wait_for("a watch from before the compaction to be refused", gone, seconds=30)
+    errors = faulty.wait_until(gone, seconds=30, what="a watch from before compaction refused")
     assert errors[0]["object"]["reason"] == "Expired"
     for index in range(3):
         call(faulty, "DELETE", f"{CONFIGMAPS}/compacted-{index}")

@@ -1,0 +1,1 @@
+"""The parts of ``hack/bench-runtime.py``: the watcher process it measures, and the workload."""

@@ -146,7 +146,7 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
     path = [str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     with tempfile.TemporaryDirectory(prefix="nemotron-bench-op-") as tmp:
-        sim = SimCluster(args.nodes, Path(tmp), env)
+        sim = SimCluster(args.nodes, Path(tmp), env, controller_qps=args.controller_qps)
         try:
             report.say(f"starting the simulated cluster ({args.nodes})")
             await asyncio.to_thread(sim.wait_ready)
@@ -268,6 +268,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=None, help="per phase (default by N)")
     parser.add_argument("--nodes", help="default: enough 8x NVIDIA-H200 nodes for every phase")
+    parser.add_argument(
+        "--controller-qps", type=int, default=20,
+        help="kube-controller-manager's --kube-api-qps (default: its own, 20)",
+    )  # fmt: skip
     parser.add_argument("--operator-cmd", default=DEFAULT_OPERATOR,
                         help="the operator's command line ({python}: this interpreter); "
                         "'none' measures the floor and the planner only")  # fmt: skip

@@ -143,14 +143,21 @@ class SimCluster(Child):
     READY = "SIMULATED cluster ready"
 
     def __init__(
-        self, nodes: str, workdir: Path, env: dict[str, str], *, events: bool = False
+        self,
+        nodes: str,
+        workdir: Path,
+        env: dict[str, str],
+        *,
+        events: bool = False,
+        controller_qps: int = 20,
     ) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         # Written beside the admin's: the same credentials through the fault proxy.
         self.proxy_kubeconfig = workdir / "kubeconfig-via-proxy"
         super().__init__(
             [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
-             "--kubeconfig", str(self.kubeconfig), *([] if events else ["--no-events"])],
+             "--kubeconfig", str(self.kubeconfig), *([] if events else ["--no-events"]),
+             "--controller-qps", str(controller_qps)],
             env, "simulated cluster",
         )  # fmt: skip
         self.api: Endpoint | None = None

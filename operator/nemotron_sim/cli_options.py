@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
+from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubelet.images import parse_mapping
 
 
@@ -48,6 +49,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--probe-time-scale", type=float, default=1.0,
         help="multiply the probe periods and delays of process containers by this",
     )  # fmt: skip
+    parser.add_argument(
+        "--controller-qps", type=int, default=20,
+        help="kube-controller-manager's --kube-api-qps (its default, 20; burst 1.5x): each "
+        "controller's request rate, e.g. the StatefulSet controller's pod and claim creates",
+    )  # fmt: skip
     parser.add_argument("--no-events", action="store_true", help="the kubelets write no Events")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the simulated parts")
 
@@ -74,4 +80,5 @@ def pod_options(args: argparse.Namespace) -> dict[str, Any]:
         "crash_backoff_seconds": args.crash_backoff_seconds,
         "crash_backoff_cap_seconds": max(300.0, args.crash_backoff_seconds),
         "probe_time_scale": args.probe_time_scale,
+        "control_plane": Settings(controller_qps=args.controller_qps),
     }

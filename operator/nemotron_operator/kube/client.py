@@ -138,6 +138,7 @@ class KubeClient:
         *,
         resource_version: str,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[dict[str, Any]]:
         """The watch events (``type`` and ``object``) from ``resource_version`` on, with
@@ -153,6 +154,8 @@ class KubeClient:
         }
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         headers = {"Accept": "application/json"}
         authorization = self._connection.authorization()
         if authorization:

@@ -52,6 +52,7 @@ FAST_ARGS = (
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _ENDPOINTS = re.compile(r"health endpoint (http://\S+/healthz), metrics (http://\S+/metrics)")
 _TRACEBACK = "Traceback (most recent call last)"
+_RECONCILES = re.compile(r'^nemotron_operator_reconciles_total\{result="([^"]+)"\} (\S+)$', re.M)
 
 
 def _get_json(url: str, timeout: float = 5.0) -> Any:
@@ -138,6 +139,28 @@ class OperatorProcess:
             return error.code, json.loads(error.read() or b"{}")
         except OSError as error:
             return 0, {"error": str(error)}
+
+    def reconciles(self) -> dict[str, float]:
+        """``nemotron_operator_reconciles_total`` by result, from the operator's /metrics (the
+        resync timer's clock now that a quiet resync makes no request)."""
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as response:  # noqa: S310
+            text = response.read().decode()
+        found: dict[str, float] = {}
+        for match in _RECONCILES.finditer(text):
+            found[match.group(1)] = float(match.group(2))
+        return found
+
+    def wait_reconciles(self, more: int, *, seconds: float = 20.0, result: str = "") -> None:
+        """Until ``more`` reconciles (of ``result``, or any) have finished from now."""
+
+        def count() -> float:
+            by_result = self.reconciles()
+            return by_result.get(result, 0.0) if result else sum(by_result.values())
+
+        start = count()
+        self.cluster.wait_until(
+            lambda: count() - start >= more, seconds=seconds, what=f"{more} reconciles"
+        )
 
     def requests(self) -> list[dict[str, Any]]:
         result: list[dict[str, Any]] = _get_json(f"{self.cluster.url}/_sim/requests")

@@ -116,16 +116,17 @@ one name (the name is in the body), get and update can. */}}
   verbs: ["get", "update"]
 {{- end -}}
 
-{{/* Cluster-scoped needs in either mode: GPU nodes and the pods bound to them (read-only: free
-GPUs are allocatable minus what scheduled pods request), and Karpenter NodePools. */}}
+{{/* Cluster-scoped needs in either mode: GPU nodes and the pods bound to them (read-only,
+listed and watched by the GPU inventory: free GPUs are allocatable minus what scheduled pods
+request), and Karpenter NodePools. */}}
 {{- define "nemotron-operator.clusterRules" -}}
 - apiGroups: [""]
   resources: ["nodes"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 {{- if .Values.watchNamespaces }}
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["list"]
+  verbs: ["list", "watch"]
 {{- end }}
 # The operator lists and watches its own NodePools wherever Karpenter is installed; it writes
 # them only if allowed to.

@@ -56,6 +56,10 @@ class Autoscaler:
             self._problems.pop(key, None)
         return self._problems.get(key)
 
+    def problem(self, key: Key) -> str | None:
+        """The capacity problem status shows for ``key`` (for the reconcile's fingerprint)."""
+        return self._problems.get(key)
+
     def forget(self, key: Key) -> None:
         """The deployment is gone."""
         self._views.pop(key, None)

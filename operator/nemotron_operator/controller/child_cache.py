@@ -157,6 +157,16 @@ class ChildCache:
             return None
         return informer.by_label(namespace if resource.namespaced else None, instance)
 
+    def versions_of_instance(
+        self, resource: Resource, namespace: str, instance: str
+    ) -> tuple[tuple[str, str], ...] | None:
+        """(name, resourceVersion) of the cached objects of one instance, parsing none; None
+        when this kind is not cached (yet)."""
+        informer = self._informer(resource, namespace)
+        if informer is None:
+            return None
+        return informer.versions_by_label(namespace if resource.namespaced else None, instance)
+
     def stored(self, resource: Resource, obj: Any) -> None:
         """An apply's answer: newer than what the watch has delivered so far."""
         metadata = obj.get("metadata") if isinstance(obj, dict) else None

@@ -7,11 +7,11 @@ handlers are never retried, so no progress annotations; returning ``None`` patch
 status. kopf therefore never writes to a NemotronDeployment. The reconcile, its retries and the
 periodic resync live in :mod:`nemotron_operator.controller.runtime`.
 
-kopf watches NemotronDeployments only. The children and their pods are followed by the
-operator's own watch cache (:mod:`nemotron_operator.controller.child_cache`), which re-queues
-their owner and lets a reconcile read them without a request: kopf deep-copies every event's
-body twice before it looks for a handler, which cost more CPU than the reconciles themselves
-when it watched every pod (docs/benchmarks.md).
+kopf watches NemotronDeployments only; each event goes into the
+:class:`~nemotron_operator.controller.deployment_store.DeploymentStore` the reconcile and the
+resync read, then queues the object. The children and their pods are followed by the operator's
+own watch cache (:mod:`nemotron_operator.controller.child_cache`): kopf costs several times more
+CPU per event than that cache (``hack/bench-runtime.py``; docs/controller.md has the figures).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 import kopf
 
+from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Connection
@@ -31,7 +32,7 @@ WATCHED = (NEMOTRON_DEPLOYMENTS,)  # by kopf; the children by the watch cache
 
 
 def build_registry(
-    config: OperatorConfig, connection: Connection, queue: WorkQueue
+    config: OperatorConfig, connection: Connection, queue: WorkQueue, deployments: DeploymentStore
 ) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
@@ -68,8 +69,11 @@ def build_registry(
     nd = NEMOTRON_DEPLOYMENTS
 
     @kopf.on.event(nd.group, nd.version, nd.plural, registry=registry)
-    def deployment_event(**kwargs: Any) -> None:
-        if kwargs.get("type") == "DELETED":
+    def deployment_event(event: Any, **kwargs: Any) -> None:
+        kind, obj = event.get("type"), event.get("object")
+        if isinstance(obj, dict):
+            deployments.event(kind, obj)
+        if kind == "DELETED":
             return
         queue.add((str(kwargs["namespace"]), str(kwargs["name"])))
 

@@ -2,9 +2,10 @@
 
 kopf's own ``--liveness`` endpoint reports ``on.probe`` results and does not notice dead
 watchers, so the operator serves its own: unhealthy (503, with the reason) when kopf has
-stopped, when a watch stream's task is gone, or when no resync listing has succeeded for
-``stale_after`` seconds (the API server unreachable, or the loop stuck). A standby replica
-(not holding the Lease) still resyncs its reads, so it stays healthy.
+stopped, when a watch stream's task is gone, when a watch of the operator's own has failed for
+``stale_after`` seconds (the API server unreachable), when due work waits with no reconcile
+finishing, or when the resync timer has not run for ``stale_after`` seconds (the event loop
+stuck). A standby replica (not holding the Lease) still runs its timer, so it stays healthy.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class HealthState:
         last = self.last_resync if self.last_resync is not None else self.started
         age = time.monotonic() - last
         if age > self.stale_after:
-            out.append(f"no successful resync for {age:.0f} s (limit {self.stale_after:.0f} s)")
+            out.append(f"no resync for {age:.0f} s (limit {self.stale_after:.0f} s)")
         return out
 
 

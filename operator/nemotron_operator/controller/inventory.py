@@ -1,12 +1,18 @@
 """The cluster's GPUs as the planner sees them: Node objects and the pods bound to them.
 
-One read of all nodes and pods serves every reconcile for ``ttl`` seconds (a resync of many
-objects must not list every pod once per object), and so does the arithmetic on it: the GPUs in
-use per node are summed once per read and the pods are indexed by deployment, so a reconcile
-costs O(its own pods + nodes), not O(all pods) — O(N²) per resync pass at N deployments before.
+Two watches keep them (``follow``): every Node, and every pod that has not finished
+(``status.phase!=Succeeded,status.phase!=Failed``), each projected on what the inventory uses —
+a node's GPU labels, allocatable GPUs, readiness and cordon; a pod's node, GPU requests and
+instance labels — so that a heartbeat or a pod's readiness is no change here. The GPUs in use per
+node are kept up to date one event at a time, also per managed deployment, so a reconcile costs
+O(its own pods + nodes), whatever the number of pods. ``generation`` counts the changes that can
+change an inventory: a reconcile whose inputs (this among them) are unchanged is skipped
+(``controller/unchanged.py``).
+
 The deployment's own pods are left out when counting free GPUs, so that a running deployment
-does not count against itself. A reconcile plans against a pod list at most ``ttl`` seconds old
-(``invalidate`` forces a fresh read, e.g. after a failed apply).
+does not count against itself. Until both watches have their first lists (and in unit tests
+without them) the inventory is listed instead, one read shared by every reconcile for ``ttl``
+seconds (``invalidate`` forces a fresh one).
 """
 
 from __future__ import annotations
@@ -16,11 +22,65 @@ from collections.abc import Callable
 from typing import Any
 
 from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube.informer import Informer
 from nemotron_operator.kube.resources import NODES, PODS
+from nemotron_operator.kube.store import ObjectKey, object_key
 from nemotron_operator.render import names as n
-from nemotron_operator.sizing import GpuInventory, gpus_by_node, inventory_from_usage
+from nemotron_operator.sizing import (
+    GpuInventory,
+    gpus_by_node,
+    inventory_from_usage,
+    requested_gpus,
+)
+from nemotron_operator.sizing.inventory import GPU_RESOURCE
 
 Owner = tuple[str, str]  # (namespace, instance) of a managed pod
+UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+WATCHED = (NODES, PODS)  # all of them, cluster-wide (the chart must grant list and watch)
+_NODE_LABEL_PREFIX = "nvidia.com/"
+
+
+def node_projection(node: dict[str, Any]) -> dict[str, Any]:
+    metadata, status = node.get("metadata") or {}, node.get("status") or {}
+    labels = metadata.get("labels") or {}
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "labels": {k: v for k, v in labels.items() if k.startswith(_NODE_LABEL_PREFIX)},
+        },
+        "spec": {"unschedulable": bool((node.get("spec") or {}).get("unschedulable"))},
+        "status": {
+            "allocatable": {GPU_RESOURCE: (status.get("allocatable") or {}).get(GPU_RESOURCE)},
+            "conditions": [
+                {"type": c.get("type"), "status": c.get("status")}
+                for c in status.get("conditions") or []
+                if c.get("type") == "Ready"
+            ],
+        },
+    }
+
+
+def pod_projection(pod: dict[str, Any]) -> dict[str, Any]:
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": {k: labels[k] for k in (n.INSTANCE, n.MANAGED_BY_LABEL) if k in labels},
+        },
+        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "gpus": requested_gpus(pod),
+    }
+
+
+def _owner(pod: dict[str, Any]) -> Owner | None:
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    instance = labels.get(n.INSTANCE)
+    if instance is None or labels.get(n.MANAGED_BY_LABEL) != n.MANAGED_BY:
+        return None
+    return str(metadata.get("namespace")), str(instance)
 
 
 class InventoryReader:
@@ -35,16 +95,96 @@ class InventoryReader:
         self._used: dict[str, int] = {}  # GPUs requested per node by every live pod
         self._own_used: dict[Owner, dict[str, int]] = {}  # the same, per managed deployment
         self._shared: GpuInventory | None = None  # for deployments without pods
+        self._node_watch: Informer | None = None
+        self._pod_watch: Informer | None = None
+        self._counted: dict[ObjectKey, tuple[str, int, Owner | None]] = {}  # pod → its share
+        self._watched = False  # the usage above is the watches' (built from their first lists)
+        self.generation = 0
 
+    # -- the watches -------------------------------------------------------------------------
+    def follow(self) -> tuple[Informer, ...]:
+        """Create the two watches; the caller runs their loops (``Informer.run``)."""
+        self._node_watch = Informer(
+            self._kube, NODES, project=node_projection, listener=self._node_changed
+        )
+        self._pod_watch = Informer(
+            self._kube,
+            PODS,
+            field_selector=UNFINISHED,
+            project=pod_projection,
+            listener=self._pod_changed,
+        )
+        return self.watches
+
+    @property
+    def watches(self) -> tuple[Informer, ...]:
+        return tuple(w for w in (self._node_watch, self._pod_watch) if w is not None)
+
+    @property
+    def watched(self) -> bool:
+        """Both watches have their first lists: reads need no request."""
+        watches = self.watches
+        return len(watches) == 2 and all(w.synced.is_set() for w in watches)
+
+    def _node_changed(self, kind: str, obj: dict[str, Any]) -> None:
+        self.generation += 1
+        self._shared = None
+        if self._watched and self._node_watch is not None:
+            self._nodes = self._node_watch.items()
+
+    def _pod_changed(self, kind: str, obj: dict[str, Any]) -> None:
+        if self._watched:
+            self._count(object_key(obj), None if kind == "DELETED" else obj)
+
+    def _count(self, key: ObjectKey, pod: dict[str, Any] | None) -> None:
+        """Replace ``key``'s share of the GPUs in use with that of ``pod`` (None: gone)."""
+        before = self._counted.pop(key, None)
+        after = None
+        if pod is not None:
+            node = (pod.get("spec") or {}).get("nodeName")
+            gpus = int(pod.get("gpus", requested_gpus(pod)))
+            if node and gpus > 0:
+                after = (str(node), gpus, _owner(pod))
+                self._counted[key] = after
+        if before == after:
+            return
+        for share, sign in ((before, -1), (after, 1)):
+            if share is None:
+                continue
+            node, gpus, owner = share
+            self._used[node] = self._used.get(node, 0) + sign * gpus
+            if owner is not None:
+                own = self._own_used.setdefault(owner, {})
+                own[node] = own.get(node, 0) + sign * gpus
+                if not any(own.values()):
+                    del self._own_used[owner]
+        self._used = {node: gpus for node, gpus in self._used.items() if gpus}
+        self.generation += 1
+        self._shared = None
+
+    def _from_watches(self) -> None:
+        """The first read after both watches synced: everything they hold, once."""
+        assert self._node_watch is not None
+        assert self._pod_watch is not None
+        self._used, self._own_used, self._counted = {}, {}, {}
+        self._watched = True
+        for pod in self._pod_watch.items():
+            self._count(object_key(pod), pod)
+        self._nodes = self._node_watch.items()
+        self.generation += 1
+        self._shared = None
+
+    # -- reads ---------------------------------------------------------------------------------
     def invalidate(self) -> None:
         self._read_at = -1e9
 
     async def read(self, namespace: str, instance: str) -> GpuInventory:
-        if self._clock() - self._read_at > self._ttl:
+        if self.watched:
+            if not self._watched:
+                self._from_watches()
+        elif self._clock() - self._read_at > self._ttl:
             nodes = await self._kube.list(NODES)
-            pods = await self._kube.list(
-                PODS, field_selector="status.phase!=Succeeded,status.phase!=Failed"
-            )
+            pods = await self._kube.list(PODS, field_selector=UNFINISHED)
             self._index(nodes, pods)
             self._read_at = self._clock()
         own = self._own_used.get((namespace, instance))
@@ -65,12 +205,4 @@ class InventoryReader:
         self._used = gpus_by_node(pods)
         self._own_used = {owner: gpus_by_node(owned) for owner, owned in by_owner.items()}
         self._shared = None
-
-
-def _owner(pod: dict[str, Any]) -> Owner | None:
-    metadata = pod.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    instance = labels.get(n.INSTANCE)
-    if instance is None or labels.get(n.MANAGED_BY_LABEL) != n.MANAGED_BY:
-        return None
-    return str(metadata.get("namespace")), str(instance)
+        self.generation += 1

@@ -23,11 +23,13 @@ from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller import children, desired
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
+from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.controller.unchanged import Fingerprint, LastInputs
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
@@ -62,7 +64,7 @@ logger = logging.getLogger(__name__)
 class Outcome:
     """What one reconcile did (for logs, metrics and tests)."""
 
-    result: str  # "ok", "infeasible", "gone", "finalizing", "finalized"
+    result: str  # "ok", "infeasible", "unchanged" (skipped), "gone", "finalizing", "finalized"
     applied: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     status_written: bool = False
@@ -100,16 +102,19 @@ class Reconciler:
         kube: KubeClient,
         config: OperatorConfig,
         *,
+        deployments: DeploymentStore,
         cache: children.Cache,
         scraper: Scraper,
         autoscaler: Autoscaler,
     ) -> None:
         self.kube = kube
         self.config = config
+        self.deployments = deployments  # kopf's watch: the objects without a request
         self.cache = cache  # the watch cache: children and pods without a request
         self.scraper = scraper
         self.autoscaler = autoscaler
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
+        self.last_inputs = LastInputs()
         self._served: frozenset[Resource] | None = None
         self._served_at = -1e9
 
@@ -125,12 +130,49 @@ class Reconciler:
         return self._served - self.cache.unserved()
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
-        raw = await self.kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
+        key = (namespace, name)
+        raw = await self._deployment(namespace, name)
         if raw is None:
+            self.last_inputs.forget(key)
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
+            self.last_inputs.forget(key)
             return await self._finalize(raw)
-        return await self._converge(await self._read(raw))
+        served = await self.served()
+        fingerprint = self._fingerprint(raw, served)
+        if self.last_inputs.unchanged(key, fingerprint):
+            return Outcome("unchanged", created=raw["metadata"].get("creationTimestamp"))
+        self.last_inputs.forget(key)
+        outcome = await self._converge(await self._read(raw), served)
+        if outcome.backoff is None and outcome.retry_after is None:
+            self.last_inputs.remember(key, fingerprint)
+        return outcome
+
+    async def _deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object from kopf's watch; a GET when the store does not have it (yet)."""
+        raw = self.deployments.get(namespace, name)
+        if raw is None:
+            raw = await self.kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
+            if raw is not None:
+                self.deployments.written(raw)
+        return raw
+
+    def _fingerprint(self, raw: dict[str, Any], served: frozenset[Resource]) -> Fingerprint | None:
+        """Every input of a reconcile, as versions (``controller/unchanged.py``); None when one
+        of them is not cached."""
+        if not self.inventory.watched:
+            return None
+        metadata = raw["metadata"]
+        key = (metadata["namespace"], metadata["name"])
+        instance = n.Names(metadata["name"], metadata["namespace"]).instance
+        parts: list[Any] = [metadata.get("resourceVersion"), self.inventory.generation, served]
+        for resource in (*sorted(served, key=lambda r: r.plural), PODS):
+            versions = self.cache.versions_of_instance(resource, key[0], instance)
+            if versions is None:
+                return None
+            parts.append(versions)
+        parts += [self.scraper.revision(key), self.autoscaler.problem(key)]
+        return tuple(parts)
 
     async def _read(self, raw: dict[str, Any]) -> _Read:
         """Parse, read the GPU inventory, plan and render."""
@@ -162,9 +204,8 @@ class Reconciler:
             problem=found if isinstance(found, Problem) else None,
         )
 
-    async def _converge(self, read: _Read) -> Outcome:
+    async def _converge(self, read: _Read, served: frozenset[Resource]) -> Outcome:
         raw, names = read.raw, read.names
-        served = await self.served()
         live = await children.read_live(
             self.kube, self.cache, names, uid=raw["metadata"]["uid"], served=served
         )
@@ -310,13 +351,14 @@ class Reconciler:
         logger.debug(
             "%s/%s: status changes in %s", metadata["namespace"], metadata["name"], changed
         )
-        await writes.patch_status(self.kube, raw, new_wire)
+        self.deployments.written(await writes.patch_status(self.kube, raw, new_wire))
         outcome.status_written = True
         before = list(previous.conditions) if previous is not None else []
         await post_events(self.kube, metadata, before, flipped(before, status.conditions), moment)
 
     async def _set_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
         updated = await writes.set_finalizers(self.kube, raw, value)
+        self.deployments.written(updated)
         raw["metadata"] = updated.get("metadata", raw["metadata"])
 
     async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:

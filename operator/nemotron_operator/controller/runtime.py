@@ -2,9 +2,12 @@
 and the health/metrics server, in one event loop.
 
 Each NemotronDeployment is reconciled (``Reconciler.reconcile``) when it or one of its children
-changes, every ``resync_seconds`` (the timer: drift repair and level checks), and after a
-failure with a delay: ``Retry-After`` on 429, an exponential back-off on 5xx and network errors,
-a short one on 409. Nothing sleeps inside a handler; a key is never reconciled twice at once.
+changes, every ``resync_seconds`` (the timer, from the watches: a reconcile whose inputs did not
+change is skipped), and after a failure with a delay: ``Retry-After`` on 429, an exponential
+back-off on 5xx and network errors, a short one on 409. Nothing sleeps inside a handler; a key is
+never reconciled twice at once. Every read of a reconcile is served by a watch: kopf's of the
+NemotronDeployments (``DeploymentStore``), the watch cache's of the children and pods, the
+inventory's of nodes and unfinished pods.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from prometheus_client import REGISTRY
 from nemotron_operator.controller import shutdown
 from nemotron_operator.controller.autoscaler import Autoscaler
 from nemotron_operator.controller.child_cache import ChildCache
+from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
@@ -28,10 +32,8 @@ from nemotron_operator.controller.reconcile import Outcome, Reconciler
 from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
-from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.deployment_series import DeploymentSeries
-from nemotron_operator.telemetry.watches import count_watch_restarts
 
 logger = logging.getLogger("nemotron_operator")
 CACHE_DISCOVERY_SECONDS = 30.0
@@ -44,6 +46,7 @@ class Controller:
         self.config = config
         self.kube = kube
         self.queue = WorkQueue()
+        self.deployments = DeploymentStore()
         self.metrics = OperatorMetrics(REGISTRY)
         self.series = DeploymentSeries(self.metrics)
         self.cache = ChildCache(
@@ -55,15 +58,21 @@ class Controller:
         self.autoscaler = Autoscaler(kube, self.queue)
         self.scraper = Scraper(config, self.queue, self.metrics, after_tick=self.autoscaler.tick)
         self.reconciler = Reconciler(
-            kube, config, cache=self.cache, scraper=self.scraper, autoscaler=self.autoscaler
+            kube,
+            config,
+            deployments=self.deployments,
+            cache=self.cache,
+            scraper=self.scraper,
+            autoscaler=self.autoscaler,
         )
+        for watch in self.reconciler.inventory.follow():
+            watch.on_restart = self.metrics.watch_restarted
         kube.on_response = self.metrics.api_request
-        count_watch_restarts(self.metrics, show_debug=config.log_level == "DEBUG")
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
             stale_after=config.liveness_stale_after,
             expected_watchers=len(WATCHED) * namespaces,
-            more_problems=lambda: self.cache.problems(config.liveness_stale_after),
+            more_problems=self._watch_problems,
             waiting_since=self.queue.oldest_due,
         )
         self.lease: LeaseGuard | None = None
@@ -84,28 +93,29 @@ class Controller:
         if self.lease is not None:
             await self.lease.leader.wait()
 
-    async def resync(self) -> None:
-        """The timer: list every NemotronDeployment and queue it (a read; writes happen only
-        where the reconcile finds a difference)."""
-        while True:
-            try:
-                found: list[Key] = []
-                for namespace in self.config.namespaces or (None,):
-                    for item in await self.kube.list(NEMOTRON_DEPLOYMENTS, namespace):
-                        metadata = item["metadata"]
-                        found.append((metadata["namespace"], metadata["name"]))
-                self.health.resynced()
-                if self.leading:
-                    for key in found:
-                        self.queue.add(key)
-            except ApiError as exc:
-                hint = " (is the CRD installed? kubectl apply --server-side -f crds/)"
-                logger.warning(
-                    "resync: cannot list NemotronDeployments: %s%s",
-                    exc,
-                    hint if exc.status == 404 else "",
+    def _watch_problems(self) -> list[str]:
+        stale = self.config.liveness_stale_after
+        problems = self.cache.problems(stale)
+        for watch in self.reconciler.inventory.watches:
+            if watch.failing_for() > stale:
+                problems.append(
+                    f"the watch of {watch.resource.plural} has failed for "
+                    f"{watch.failing_for():.0f} s: {watch.last_error}"
                 )
+        return problems
+
+    async def resync(self) -> None:
+        """The timer: queue every NemotronDeployment kopf's watch holds (no request; a reconcile
+        whose inputs did not change is skipped, and writes happen only where one differs)."""
+        while True:
             await asyncio.sleep(self.config.resync_seconds)
+            for key in self.deployments.sweep():
+                logger.info("%s/%s: not listed again by kopf's watch; forgotten", *key)
+                self._forget(key)
+            self.health.resynced()
+            if self.leading:
+                for key in self.deployments.object_keys():
+                    self.queue.add(key)
 
     async def follow_children(self) -> None:
         """Start the watch cache for every served child kind, and again whenever discovery
@@ -123,6 +133,8 @@ class Controller:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CACHE_SYNC_WAIT_SECONDS):
                 await self.cache.wait_synced()
+                for watch in self.reconciler.inventory.watches:
+                    await watch.synced.wait()
         while True:
             await self._wait_leading()
             key = await self.queue.get()
@@ -168,15 +180,20 @@ class Controller:
         if outcome is None:
             return
         if outcome.result in ("gone", "finalized"):
-            self.scraper.forget(key)
-            self.autoscaler.forget(key)
-            self.series.forget(key)
-        else:
+            self._forget(key)
+        elif outcome.result != "unchanged":
             self.series.reconciled(key, outcome.status, outcome.created)
+
+    def _forget(self, key: Key) -> None:
+        self.scraper.forget(key)
+        self.autoscaler.forget(key)
+        self.series.forget(key)
+        self.reconciler.last_inputs.forget(key)
 
     def _retry(self, key: Key, exc: ApiError) -> None:
         if exc.action is Action.GONE:
             logger.info("%s/%s: %s (gone; nothing to do until it changes)", *key, exc)
+            self.deployments.forget(key)
             return
         attempt = self.queue.failed(key)
         if exc.action is Action.REPORT:
@@ -235,7 +252,7 @@ async def run_operator(config: OperatorConfig) -> int:
     connection = load_connection(config.kubeconfig)
     async with KubeClient(connection) as kube:
         controller = Controller(config, kube)
-        registry = build_registry(config, connection, controller.queue)
+        registry = build_registry(config, connection, controller.queue, controller.deployments)
         runner, _, _ = await start_servers(
             controller.health,
             host=config.bind_address,
@@ -258,6 +275,10 @@ async def run_operator(config: OperatorConfig) -> int:
         tasks = [
             asyncio.create_task(controller.resync(), name="resync"),
             asyncio.create_task(controller.follow_children(), name="child-cache"),
+            *(
+                asyncio.create_task(watch.run(), name=f"inventory {watch.resource.plural}")
+                for watch in controller.reconciler.inventory.watches
+            ),
         ]
         tasks += [
             asyncio.create_task(controller.worker(), name=f"worker-{i}")

@@ -74,6 +74,7 @@ class _State:
     scraping: asyncio.Lock = field(default_factory=asyncio.Lock)
     tried_inline: set[str] = field(default_factory=set)  # pod keys a reconcile scraped
     scraped_at: float = float("-inf")  # monotonic
+    revision: int = 0  # bumped whenever what status takes from here may have changed
 
 
 def scrape_targets(pods: Sequence[Mapping[str, Any]], port: int = SERVE_PORT) -> list[ScrapeTarget]:
@@ -202,6 +203,7 @@ class Scraper:
             self.metrics.set_plan_check(key[0], key[1], product, update.plan_check)
         moved = [*update.throughput_changed, *(["planCheck"] if update.plan_check_changed else [])]
         if moved:
+            state.revision += 1
             logger.debug("%s/%s: status to update: %s", *key, ", ".join(moved))
         return bool(moved)
 
@@ -216,6 +218,12 @@ class Scraper:
                 "True" if result.accurate else "False", result.reason, result.message
             )
         return ScrapedParts(throughput=tracker.shown, plan_check=check, plan_accurate=accuracy)
+
+    def revision(self, key: Key) -> int:
+        """Changes with what ``seen`` would give status (for the reconcile's fingerprint); a
+        deployment not seen yet has none (-1)."""
+        state = self._states.get(key)
+        return -1 if state is None else state.revision
 
     def forget(self, key: Key) -> None:
         """The deployment is gone: nothing more to scrape."""

@@ -8,6 +8,7 @@ from nemotron_operator.sizing.inventory import (
     gpus_by_node,
     inventory_from_nodes,
     inventory_from_usage,
+    requested_gpus,
 )
 from nemotron_operator.sizing.memory import Layout, LayoutMemory, evaluate
 from nemotron_operator.sizing.result import PlanResult, plan_deployment
@@ -26,5 +27,6 @@ __all__ = [
     "inventory_from_nodes",
     "inventory_from_usage",
     "plan_deployment",
+    "requested_gpus",
     "resolve_settings",
 ]

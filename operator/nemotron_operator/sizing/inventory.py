@@ -105,7 +105,8 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def _requested_gpus(pod: Mapping[str, Any]) -> int:
+def requested_gpus(pod: Mapping[str, Any]) -> int:
+    """GPUs a pod's containers request (a limit stands for the request it implies)."""
     spec = pod.get("spec") or {}
     total = 0
     for container in spec.get("containers") or []:
@@ -123,7 +124,7 @@ def gpus_by_node(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         node_name = (pod.get("spec") or {}).get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
         if node_name and phase not in ("Succeeded", "Failed"):
-            used[node_name] = used.get(node_name, 0) + _requested_gpus(pod)
+            used[node_name] = used.get(node_name, 0) + requested_gpus(pod)
     return used
 
 

@@ -148,7 +148,8 @@ class OperatorMetrics:
         self._gauge("nemotron_deployment_plan_accurate", "1 unless vLLM got materially less.", d)
         self.reconciles = Counter(
             "nemotron_operator_reconciles",
-            "Reconciles by result (success, temporary_error, permanent_error, error).",
+            "Reconciles by result: ok, unchanged (skipped: its inputs had not changed), "
+            "infeasible, gone, finalizing, finalized, error.",
             ("result",),
             registry=self.registry,
         )
@@ -166,7 +167,7 @@ class OperatorMetrics:
         )
         self.watch_restarts = Counter(
             "nemotron_operator_watch_restarts",
-            "Watch streams restarted, by resource.",
+            "The operator's own watch streams re-opened, by resource (kopf's are not counted).",
             ("resource",),
             registry=self.registry,
         )

@@ -43,10 +43,7 @@ def test_only_served_namespaces_and_no_pod_monitor_without_its_crd(
         if "/monitoring.coreos.com/v1/" in r["path"] and "podmonitors" in r["path"]
     ]
     # The deployment outside --namespaces is left alone, several resyncs later.
-    mark = operator_process.mark()
-    cluster.wait_until(
-        lambda: len(operator_process.requests()) - mark > 30, seconds=15, what="resyncs"
-    )
+    operator_process.wait_reconciles(5)
     assert not (cluster.get(NDS, "elsewhere", "other") or {}).get("status")
     assert status(cluster)["phase"] == "Ready"
     # Every log line is one JSON object.

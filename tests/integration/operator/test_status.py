@@ -45,9 +45,7 @@ def test_infeasible_spec_is_reported_once_and_not_retried(
     assert status(cluster)["phase"] == "Infeasible"
     assert not children(cluster, STATEFULSETS)
     # Several resync periods later: the one status write (and its Warning Event), nothing more.
-    cluster.wait_until(
-        lambda: len(operator_process.requests()) - mark > 40, seconds=15, what="resyncs"
-    )
+    operator_process.wait_reconciles(5)
     writes = operator_process.writes(mark)
     status_writes = [w for w in writes if str(w["path"]).endswith("/status")]
     assert len(status_writes) == 1

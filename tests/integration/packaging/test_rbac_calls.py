@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemotron_operator.controller import child_cache, handlers
+from nemotron_operator.controller import child_cache, handlers, inventory
 from nemotron_operator.kube import resources
 from nemotron_operator.kube.resources import CHILD_RESOURCES, OPTIONAL_RESOURCES, Resource
 from tests.helm import CHART, run_helm
@@ -90,8 +90,9 @@ def calls_in_code() -> set[tuple[Resource, str, str]]:
 
 def needed(calls: set[tuple[Resource, str, str]]) -> set[Grant]:
     grants = {(r.group, f"{r.plural}/{sub}" if sub else r.plural, verb) for r, sub, verb in calls}
-    # kopf lists and watches NemotronDeployments; the watch cache, the children and pods.
-    for resource in (*handlers.WATCHED, *child_cache.INFORMED):
+    # kopf lists and watches NemotronDeployments; the watch cache, the children and pods; the
+    # GPU inventory, nodes and unfinished pods.
+    for resource in (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED):
         grants |= {
             (resource.group, resource.plural, "list"),
             (resource.group, resource.plural, "watch"),

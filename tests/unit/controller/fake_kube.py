@@ -19,6 +19,7 @@ from typing import Any
 
 from nemotron_operator.kube import ApiError
 from nemotron_operator.kube.resources import EVENTS, NEMOTRON_DEPLOYMENTS, Resource
+from nemotron_operator.render import names as n
 
 Key = tuple[Resource, str | None, str]
 
@@ -216,3 +217,39 @@ class FakeKube:
         ):
             raise ApiError(409, "Conflict", "the object has been modified", "PUT", name)
         return copy.deepcopy(self.put(resource, obj))
+
+
+class KubeBackedCache:
+    """The watch cache as a reconcile reads it, kept in step with the fake server: every child
+    and pod the server holds, indexed by the instance label (``children.Cache``)."""
+
+    def __init__(self, kube: FakeKube) -> None:
+        self.kube = kube
+
+    def _of(self, resource: Resource, namespace: str, instance: str) -> list[dict[str, Any]]:
+        found = []
+        for (kind, where, _), obj in sorted(self.kube.objects.items(), key=lambda kv: kv[0][2]):
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            same_place = where == namespace or not resource.namespaced
+            if kind == resource and same_place and labels.get(n.INSTANCE) == instance:
+                found.append(obj)
+        return found
+
+    def of_instance(
+        self, resource: Resource, namespace: str, instance: str
+    ) -> list[dict[str, Any]] | None:
+        return copy.deepcopy(self._of(resource, namespace, instance))
+
+    def versions_of_instance(
+        self, resource: Resource, namespace: str, instance: str
+    ) -> tuple[tuple[str, str], ...] | None:
+        return tuple(
+            (o["metadata"]["name"], o["metadata"]["resourceVersion"])
+            for o in self._of(resource, namespace, instance)
+        )
+
+    def stored(self, resource: Resource, obj: Any) -> None:
+        pass  # the fake server already holds it
+
+    def unserved(self) -> frozenset[Resource]:
+        return frozenset()

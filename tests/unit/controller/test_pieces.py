@@ -166,7 +166,7 @@ def test_health_fails_without_watch_streams_kopf_or_a_recent_resync() -> None:
     assert missing == ["0 of 1 watch streams running"]
     assert healthy == []
     assert len(stale) == 1
-    assert stale[0].startswith("no successful resync for 61 s")
+    assert stale[0].startswith("no resync for 61 s")
     assert stopped == ["kopf has stopped"]
 
 

@@ -18,6 +18,7 @@ import pytest
 from nemotron_operator.api import API_VERSION, KIND
 from nemotron_operator.controller.autoscaler import Autoscaler
 from nemotron_operator.controller.child_cache import ChildCache
+from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.reconcile import FINALIZER, Outcome, Reconciler
 from nemotron_operator.controller.scraping import Scraper
@@ -33,7 +34,7 @@ from nemotron_operator.kube.resources import (
 )
 from nemotron_operator.render import names as n
 from nemotron_operator.telemetry import OperatorMetrics
-from tests.unit.controller.fake_kube import FakeKube
+from tests.unit.controller.fake_kube import FakeKube, KubeBackedCache
 
 NS, NAME = "ai", "nano"
 NAMES = n.Names(NAME, NS)
@@ -109,11 +110,24 @@ def serving_pod(*, ready: bool = True, waiting: dict[str, Any] | None = None) ->
 class World:
     kube: FakeKube
     reconciler: Reconciler
+    # Another writer acting after kopf delivered the object and before the reconcile writes.
+    after_delivery: Callable[[FakeKube], None] | None = None
+
+    def deliver(self) -> None:
+        """What kopf's watch does: the object as the server holds it now, into the store."""
+        obj = self.kube.objects.get(self.kube.key(NEMOTRON_DEPLOYMENTS, NS, NAME))
+        if obj is None:
+            self.reconciler.deployments.event("DELETED", deployment())
+        else:
+            self.reconciler.deployments.event("MODIFIED", copy.deepcopy(obj))
+        if self.after_delivery is not None:
+            self.after_delivery(self.kube)
 
     async def reconcile(self) -> tuple[Outcome, list[str]]:
         """One reconcile, and the writes it made."""
         mark = len(self.kube.writes)
         self.reconciler.inventory.invalidate()  # every row reads the cluster as it is now
+        self.deliver()
         outcome = await self.reconciler.reconcile(NS, NAME)
         return outcome, self.kube.written()[mark:]
 
@@ -138,6 +152,7 @@ def world(*nodes: dict[str, Any], crds: frozenset[Any] = frozenset()) -> World:
     reconciler = Reconciler(
         client,
         config,
+        deployments=DeploymentStore(),
         cache=ChildCache(client, config.namespaces),  # never started: every read is a list
         scraper=Scraper(config, queue, OperatorMetrics(), after_tick=autoscaler.tick),
         autoscaler=autoscaler,
@@ -222,10 +237,10 @@ def crash(w: World) -> None:
 def crash_and_someone_writes_first(w: World) -> None:
     crash(w)
 
-    def bump(kube: FakeKube) -> None:  # another writer between the reconcile's GET and PATCH
+    def bump(kube: FakeKube) -> None:  # another writer between kopf's event and the PATCH
         kube.put(NEMOTRON_DEPLOYMENTS, kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME))
 
-    w.kube.after_get = bump
+    w.after_delivery = bump
 
 
 async def full_nodes() -> World:
@@ -363,6 +378,7 @@ async def test_reconcile(row: Row) -> None:
     row.change(w)
     if row.raises is not None:
         mark = len(w.kube.writes)
+        w.deliver()
         with pytest.raises(ApiError) as raised:
             await w.reconciler.reconcile(NS, NAME)
         assert raised.value.status == row.raises
@@ -435,3 +451,64 @@ async def test_gone_is_nothing_to_do() -> None:
     outcome, writes = await w.reconcile()
     assert outcome.result == "gone"
     assert writes == []
+
+
+def watched(w: World) -> None:
+    """Serve the reconcile's reads from watches (the cache and the inventory's), as a running
+    operator does once they have listed: the case where an unchanged reconcile is skipped."""
+    w.reconciler.cache = KubeBackedCache(w.kube)
+    nodes, pods = w.reconciler.inventory.follow()
+    for obj in w.kube.of_kind(NODES):
+        nodes.store(obj)
+    for obj in w.kube.of_kind(PODS):
+        pods.store(obj)
+    nodes.synced.set()
+    pods.synced.set()
+
+
+def pod_event(w: World, pod: dict[str, Any]) -> None:
+    """A pod changes on the server, and the inventory's watch delivers it."""
+    stored = w.kube.put(PODS, pod)
+    _, pods = w.reconciler.inventory.watches
+    pods.store(stored)
+    assert pods.listener is not None
+    pods.listener("MODIFIED", stored)
+
+
+async def test_a_reconcile_on_unchanged_inputs_is_skipped_without_a_request() -> None:
+    w = await ready()
+    watched(w)
+    first, _ = await w.reconcile()  # the first with watched inputs runs in full
+    assert first.result == "ok"
+    # It may have written (status): its own write is a new input, so one more runs, writing
+    # nothing; from then on the inputs are the same.
+    settled, writes = await w.reconcile()
+    assert (settled.result, writes) == ("ok", [])
+    requests: list[str] = []
+    get, list_ = w.kube.get, w.kube.list
+
+    async def counting_get(*args: Any, **kwargs: Any) -> Any:
+        requests.append("get")
+        return await get(*args, **kwargs)
+
+    async def counting_list(*args: Any, **kwargs: Any) -> Any:
+        requests.append("list")
+        return await list_(*args, **kwargs)
+
+    w.kube.get, w.kube.list = counting_get, counting_list  # type: ignore[method-assign]
+    for _ in range(3):  # the resync timer, three times
+        outcome, writes = await w.reconcile()
+        assert (outcome.result, writes) == ("unchanged", [])
+    assert requests == []
+
+    # a pod starts crash-looping: the pod's version is an input, so the reconcile runs
+    crashing = serving_pod(ready=False, waiting={"reason": "CrashLoopBackOff"})
+    pod_event(w, crashing)
+    outcome, writes = await w.reconcile()
+    assert outcome.result == "ok"
+    assert STATUS in writes
+
+    # an edit of the spec is a new resourceVersion of the object: it runs
+    w.edit_spec(replicas=2)
+    outcome, _ = await w.reconcile()
+    assert outcome.result == "ok"

@@ -1,0 +1,148 @@
+"""Reads without requests: the NemotronDeployment store kopf's events fill (and its sweep after
+a listing), the object store's projections, and the GPU inventory kept from two watches one event
+at a time."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from nemotron_operator.controller.deployment_store import DeploymentStore
+from nemotron_operator.controller.inventory import InventoryReader, pod_projection
+from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube.resources import PODS
+from nemotron_operator.kube.store import ObjectStore
+from nemotron_operator.render import names as n
+
+
+def nd(name: str, version: int, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ai", "resourceVersion": str(version)},
+        "spec": {"replicas": replicas},
+    }
+
+
+def test_the_store_follows_kopf_events_and_keeps_the_newer_write() -> None:
+    store = DeploymentStore()
+    store.event(None, nd("a", 5))
+    store.event("ADDED", nd("b", 6))
+    assert sorted(store.object_keys()) == [("ai", "a"), ("ai", "b")]
+    store.written(nd("a", 9, replicas=3))  # our status patch's answer
+    store.event("MODIFIED", nd("a", 7, replicas=2))  # an older event arriving late
+    got = store.get("ai", "a")
+    assert got is not None
+    assert got["spec"]["replicas"] == 3
+    assert got["metadata"]["resourceVersion"] == "9"
+    store.event("DELETED", nd("b", 10))
+    assert store.object_keys() == [("ai", "a")]
+
+
+def test_a_sweep_forgets_what_the_latest_listing_did_not_mention() -> None:
+    store = DeploymentStore()
+    for i, name in enumerate(("a", "b", "c")):
+        store.event(None, nd(name, i + 1))  # kopf's first listing
+    store.event("MODIFIED", nd("a", 10))
+    assert store.sweep() == []  # everything was listed
+    # kopf lists again (after a 410): b was deleted while it was not watching
+    store.event(None, nd("a", 10))
+    store.event(None, nd("c", 3))
+    store.event("ADDED", nd("d", 11))  # a new object after the listing
+    assert store.sweep() == [("ai", "b")]
+    assert sorted(k[1] for k in store.object_keys()) == ["a", "c", "d"]
+    # a second listing with no watch event in between still starts a new epoch
+    store.event(None, nd("a", 10))
+    assert sorted(store.sweep()) == [("ai", "c"), ("ai", "d")]
+
+
+def test_a_projection_makes_unused_fields_no_change() -> None:
+    store = ObjectStore(PODS, project=pod_projection)
+    pod = _pod("x", "node-1", 2)
+    assert store.store(pod)
+    pod["metadata"]["resourceVersion"] = "2"
+    pod["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    assert not store.store(pod)  # readiness is not what the inventory keeps
+    assert store.changes == 1
+    pod["metadata"]["resourceVersion"] = "3"
+    pod["spec"]["nodeName"] = "node-2"
+    assert store.store(pod)
+    assert store.changes == 2
+    kept = store.get("ai", "x-0")
+    assert kept is not None
+    assert kept["metadata"]["resourceVersion"] == "3"
+    assert store.versions_by_label("ai", "x") == ()  # no index label configured
+
+
+def _node(name: str, gpus: int = 8) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "resourceVersion": "1",
+            "labels": {"nvidia.com/gpu.product": "NVIDIA-H200", "kubernetes.io/os": "linux"},
+        },
+        "status": {
+            "allocatable": {"nvidia.com/gpu": str(gpus), "cpu": "64"},
+            "conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": "t1"},
+                {"type": "MemoryPressure", "status": "False"},
+            ],
+        },
+    }
+
+
+def _pod(instance: str, node: str | None, gpus: int, version: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{instance}-0",
+            "namespace": "ai",
+            "resourceVersion": str(version),
+            "labels": {n.INSTANCE: instance, n.MANAGED_BY_LABEL: n.MANAGED_BY},
+        },
+        "spec": {
+            **({"nodeName": node} if node else {}),
+            "containers": [{"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+async def test_the_inventory_is_kept_from_watch_events_without_a_request() -> None:
+    class NoRequests:
+        async def list(self, *_: Any, **__: Any) -> Any:
+            raise AssertionError("the watched inventory must not list")
+
+    reader = InventoryReader(cast(KubeClient, NoRequests()), ttl=5.0)
+    nodes, pods = reader.follow()
+    nodes.store(_node("h200-a"))
+    nodes.store(_node("h200-b"))
+    pods.store(_pod("other", "h200-a", 8))
+    nodes.synced.set()
+    pods.synced.set()
+    assert reader.watched
+
+    mine = await reader.read("ai", "mine")
+    assert {node.name: node.free_gpus for node in mine.nodes} == {"h200-a": 0, "h200-b": 8}
+    start = reader.generation
+
+    # a heartbeat changes nothing the inventory uses: no new generation
+    beat = _node("h200-a")
+    beat["metadata"]["resourceVersion"] = "2"
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "t2"
+    assert not nodes.store(beat)
+    assert reader.generation == start
+
+    # our own pod is bound: others still see it, we do not count it against ourselves
+    bound = _pod("mine", "h200-b", 4, version=2)
+    nodes_listener = pods.listener
+    assert nodes_listener is not None
+    pods.store(bound)
+    nodes_listener("ADDED", bound)
+    assert reader.generation > start
+    ours = await reader.read("ai", "mine")
+    theirs = await reader.read("ai", "someone")
+    assert {x.name: x.free_gpus for x in ours.nodes}["h200-b"] == 8
+    assert {x.name: x.free_gpus for x in theirs.nodes}["h200-b"] == 4
+
+    # it finishes (the field selector drops it: a DELETED event)
+    pods.drop("ai", "mine-0", "3")
+    nodes_listener("DELETED", bound)
+    theirs = await reader.read("ai", "someone")
+    assert {x.name: x.free_gpus for x in theirs.nodes}["h200-b"] == 8

@@ -128,6 +128,12 @@ request), and Karpenter NodePools. */}}
   resources: ["pods"]
   verbs: ["list", "watch"]
 {{- end }}
+# Whether the optional kinds are served: a watch of each one's CRD, by name (no request while
+# nothing changes; without this grant the operator asks discovery every 30 s instead).
+- apiGroups: ["apiextensions.k8s.io"]
+  resources: ["customresourcedefinitions"]
+  resourceNames: ["podmonitors.monitoring.coreos.com", "nodepools.karpenter.sh"]
+  verbs: ["list", "watch"]
 # The operator lists and watches its own NodePools wherever Karpenter is installed; it writes
 # them only if allowed to.
 - apiGroups: ["karpenter.sh"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +24,7 @@ from nemotron_operator.controller import children, desired
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
+from nemotron_operator.controller.discovery import ServedKinds
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.scraping import Scraper
@@ -55,7 +55,6 @@ from nemotron_operator.status import (
 )
 
 FINALIZER = f"{n.DOMAIN}/node-pool-cleanup"
-DISCOVERY_TTL = 30.0
 _EVENT_OWNER_FIELDS = ("name", "namespace", "uid", "resourceVersion")  # an Event's involvedObject
 logger = logging.getLogger(__name__)
 
@@ -114,20 +113,14 @@ class Reconciler:
         self.scraper = scraper
         self.autoscaler = autoscaler
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
+        self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
         self.last_inputs = LastInputs()
-        self._served: frozenset[Resource] | None = None
-        self._served_at = -1e9
 
     async def served(self) -> frozenset[Resource]:
-        """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs)."""
-        if self._served is None or time.monotonic() - self._served_at > DISCOVERY_TTL:
-            found = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
-            for resource in OPTIONAL_RESOURCES:
-                if await self.kube.served(resource):
-                    found.add(resource)
-            self._served, self._served_at = frozenset(found), time.monotonic()
-        # A CRD removed since discovery: its watch got a 404.
-        return self._served - self.cache.unserved()
+        """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs), less those
+        whose watch got a 404 (a CRD removed since)."""
+        base = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
+        return frozenset(base | await self.discovery.current()) - self.cache.unserved()
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
         key = (namespace, name)
@@ -249,7 +242,7 @@ class Reconciler:
             if exc.status == 404:
                 # A kind discovery said was served is not (its CRD was just removed): look
                 # again before the retry, or the missing kind would read as a gone object.
-                self._served = None
+                self.discovery.forget()
                 raise ApiError(503, "KindNotServed", exc.message, exc.method, exc.url) from exc
             if exc.action is not Action.REPORT:
                 raise

@@ -118,14 +118,20 @@ class Controller:
                     self.queue.add(key)
 
     async def follow_children(self) -> None:
-        """Start the watch cache for every served child kind, and again whenever discovery
-        finds an optional CRD (PodMonitor, NodePool) installed or removed."""
+        """Start the watch cache for every served child kind, and again whenever an optional
+        CRD (PodMonitor, NodePool) is installed or removed: as its watch reports it, or at the
+        next discovery while the CRD watches have not listed."""
+        discovery = self.reconciler.discovery
         while True:
             try:
+                discovery.changed.clear()
                 self.cache.start(await self.reconciler.served())
             except ApiError as exc:
                 logger.warning("discovery failed: %s; the watch cache waits for it", exc)
-            await asyncio.sleep(CACHE_DISCOVERY_SECONDS)
+            if discovery.served() is None:
+                await asyncio.sleep(CACHE_DISCOVERY_SECONDS)
+            else:
+                await discovery.changed.wait()
 
     async def worker(self) -> None:
         # A (re)started operator reads its children from the cache once it is filled; until
@@ -278,6 +284,10 @@ async def run_operator(config: OperatorConfig) -> int:
             *(
                 asyncio.create_task(watch.run(), name=f"inventory {watch.resource.plural}")
                 for watch in controller.reconciler.inventory.watches
+            ),
+            *(
+                asyncio.create_task(watch.run(), name=f"crd {resource.plural}")
+                for resource, watch in controller.reconciler.discovery.watches.items()
             ),
         ]
         tasks += [

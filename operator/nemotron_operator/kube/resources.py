@@ -46,6 +46,13 @@ POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDi
 POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
 
 # Every kind render_all can produce, in its apply order (``render.all.KIND_ORDER``); the optional
 # ones (served only when their CRD is installed) are looked up in discovery before use.

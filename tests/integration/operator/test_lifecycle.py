@@ -59,8 +59,8 @@ def test_create_owns_children_and_reports_ready_then_idles_without_writes(
     assert "Ready" in row
 
     # Several resync ticks (1 s each) with nothing changed: no write at all (Lease aside), and no
-    # request either: the object, its children and pods and the GPU inventory all come from
-    # watches, and a reconcile on unchanged inputs is skipped.
+    # request either: the object, its children and pods, the GPU inventory and the optional
+    # kinds' CRDs all come from watches, and a reconcile on unchanged inputs is skipped.
     operator_process.wait_reconciles(1, result="unchanged")
     mark = operator_process.mark()
     operator_process.wait_reconciles(5, result="unchanged")

@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from nemotron_operator.controller import child_cache, handlers, inventory
+from nemotron_operator.controller.discovery import crd_name
 from nemotron_operator.kube import resources
-from nemotron_operator.kube.resources import CHILD_RESOURCES, OPTIONAL_RESOURCES, Resource
+from nemotron_operator.kube.resources import CHILD_RESOURCES, CRDS, OPTIONAL_RESOURCES, Resource
 from tests.helm import CHART, run_helm
 
 PACKAGE = Path(__file__).resolve().parents[3] / "operator" / "nemotron_operator"
@@ -92,7 +93,7 @@ def needed(calls: set[tuple[Resource, str, str]]) -> set[Grant]:
     grants = {(r.group, f"{r.plural}/{sub}" if sub else r.plural, verb) for r, sub, verb in calls}
     # kopf lists and watches NemotronDeployments; the watch cache, the children and pods; the
     # GPU inventory, nodes and unfinished pods.
-    for resource in (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED):
+    for resource in (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED, CRDS):
         grants |= {
             (resource.group, resource.plural, "list"),
             (resource.group, resource.plural, "watch"),
@@ -151,3 +152,19 @@ def test_every_grant_is_needed_by_a_call(
     switches = ["--set", "rbac.karpenterNodePools=true", "--set", "rbac.podMonitors=true"]
     extra = granted(helm_environment, *switches) - code_grants - set(NOT_CALLED_DIRECTLY)
     assert not extra, f"granted but no code calls it: {sorted(extra)}"
+
+
+def test_the_crd_watches_may_read_exactly_the_optional_kinds_crds(
+    helm_environment: dict[str, str],
+) -> None:
+    rendered = run_helm(
+        helm_environment, "template", "nemotron-operator", str(CHART), "-n", "ops"
+    ).stdout
+    names: set[str] = set()
+    for obj in yaml.safe_load_all(rendered):
+        if obj and obj["kind"] == "ClusterRole":
+            for rule in obj["rules"]:
+                if "customresourcedefinitions" in rule["resources"]:
+                    assert rule.get("resourceNames"), "CRDs are readable only by name"
+                    names |= set(rule["resourceNames"])
+    assert names == {crd_name(r) for r in OPTIONAL_RESOURCES}

@@ -1,15 +1,16 @@
 """Reads without requests: the NemotronDeployment store kopf's events fill (and its sweep after
-a listing), the object store's projections, and the GPU inventory kept from two watches one event
-at a time."""
+a listing), the object store's projections, the GPU inventory kept from two watches one event
+at a time, and the optional kinds served, from watches of their CRDs."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from nemotron_operator.controller.deployment_store import DeploymentStore
+from nemotron_operator.controller.discovery import ServedKinds
 from nemotron_operator.controller.inventory import InventoryReader, pod_projection
 from nemotron_operator.kube import KubeClient
-from nemotron_operator.kube.resources import PODS
+from nemotron_operator.kube.resources import NODE_POOLS, POD_MONITORS, PODS, Resource
 from nemotron_operator.kube.store import ObjectStore
 from nemotron_operator.render import names as n
 
@@ -146,3 +147,51 @@ async def test_the_inventory_is_kept_from_watch_events_without_a_request() -> No
     nodes_listener("DELETED", bound)
     theirs = await reader.read("ai", "someone")
     assert {x.name: x.free_gpus for x in theirs.nodes}["h200-b"] == 8
+
+
+_REVISIONS = iter(range(10, 1000))
+
+
+def _crd(name: str, *, versions: tuple[str, ...] = ("v1",), established: bool = True) -> Any:
+    return {
+        "metadata": {"name": name, "resourceVersion": str(next(_REVISIONS))},
+        "spec": {
+            "versions": [
+                {"name": v, "served": True, "schema": {"big": "x" * 1000}} for v in versions
+            ]
+        },
+        "status": {"conditions": [{"type": "Established", "status": str(established)}]},
+    }
+
+
+async def test_served_kinds_come_from_the_crd_watches_once_they_have_listed() -> None:
+    class Discovery:
+        asked: ClassVar[list[str]] = []
+
+        async def served(self, resource: Resource) -> bool:
+            self.asked.append(resource.plural)
+            return resource == POD_MONITORS
+
+    kinds = ServedKinds(cast(KubeClient, Discovery()), (POD_MONITORS, NODE_POOLS))
+    assert kinds.served() is None
+    assert await kinds.current() == {POD_MONITORS}  # discovery, until the watches list
+    assert sorted(Discovery.asked) == ["nodepools", "podmonitors"]
+
+    pods_watch, pools_watch = kinds.watches[POD_MONITORS], kinds.watches[NODE_POOLS]
+    pods_watch.store(_crd("podmonitors.monitoring.coreos.com"))
+    pools_watch.store(_crd("nodepools.karpenter.sh", versions=("v1beta1",)))  # not our version
+    pods_watch.synced.set()
+    pools_watch.synced.set()
+    Discovery.asked.clear()
+    assert await kinds.current() == {POD_MONITORS}
+    assert Discovery.asked == []  # no request once watched
+    stored = pods_watch.get(None, "podmonitors.monitoring.coreos.com")
+    assert stored is not None
+    assert "spec" not in stored  # the schema is not kept
+
+    pools_watch.store(_crd("nodepools.karpenter.sh", versions=("v1beta1", "v1")))
+    assert kinds.served() == {POD_MONITORS, NODE_POOLS}
+    pods_watch.store(_crd("podmonitors.monitoring.coreos.com", established=False))
+    assert kinds.served() == {NODE_POOLS}
+    pools_watch.drop(None, "nodepools.karpenter.sh")
+    assert kinds.served() == frozenset()

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -40,9 +38,9 @@ sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 
 import aiohttp  # noqa: E402
 
-from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
 from opbench.api import MERGE, Client  # noqa: E402
 from opbench.procs import Child, SimCluster  # noqa: E402
+from opbench.report import machine, run_benchmark  # noqa: E402
 from runtimebench.workload import START_UP, objects, status_step  # noqa: E402
 
 RUNTIMES = ("kopf", "informer")
@@ -131,12 +129,7 @@ async def workload(client: Client, args: argparse.Namespace) -> dict[str, float]
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "count": args.count,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "processor": platform.processor() or platform.machine(),
-            "python": platform.python_version(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        },
+        "machine": machine(),
     }
     path = [str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
@@ -199,16 +192,7 @@ def main() -> int:
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    try:
-        netns.enter()
-    except (netns.NamespaceError, OSError) as error:
-        print(f"bench-runtime: cannot make a network namespace: {error}", file=sys.stderr)
-        return 3
-    results = asyncio.run(run(args))
-    report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-    return 0
+    return run_benchmark("bench-runtime", lambda: run(args), report, args.json)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import os
 import sys
@@ -50,10 +49,9 @@ sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
-from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
 from opbench.api import GROUP_PATH, Client  # noqa: E402
 from opbench.procs import CpuMeter, SimCluster  # noqa: E402
-from opbench.report import latency_summary  # noqa: E402
+from opbench.report import latency_summary, run_benchmark  # noqa: E402
 from simbench.phases import (  # noqa: E402
     NAMESPACE,
     custom_resource,
@@ -278,18 +276,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(args.count / 8)}"
-    # Before any thread starts: the cluster and this client share the namespace, where the
-    # cluster's 10.x addresses are local (and nothing outside can reach them).
-    try:
-        netns.enter()
-    except (netns.NamespaceError, OSError) as error:
-        print(f"bench-sim: cannot make a network namespace: {error}", file=sys.stderr)
-        return 3
-    results = asyncio.run(run(args))
-    report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
-    return 0
+    return run_benchmark("bench-sim", lambda: run(args), report, args.json)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 import os
 import platform
@@ -9,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +198,26 @@ def _rows(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         if what in batch
     ]
     return rows
+
+
+def run_benchmark(
+    tool: str,
+    run: Callable[[], Awaitable[dict[str, Any]]],
+    show: Callable[[dict[str, Any]], None],
+    json_path: Path | None,
+) -> int:
+    """Enter a network namespace of our own (before any thread starts: the cluster and this
+    client share it, where the cluster's 10.x addresses are local and nothing outside can reach
+    them), run, print, and write the JSON if asked; the exit code."""
+    from nemotron_sim import netns  # noqa: PLC0415 (the only simulator module a benchmark uses)
+
+    try:
+        netns.enter()
+    except (netns.NamespaceError, OSError) as error:
+        print(f"{tool}: cannot make a network namespace: {error}", file=sys.stderr)
+        return 3
+    results = asyncio.run(run())
+    show(results)
+    if json_path:
+        json_path.write_text(json.dumps(results, indent=2) + "\n")
+    return 0

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 import kopf  # noqa: E402
 
 from nemotron_operator.controller.child_cache import CHILD_SELECTOR, ChildCache  # noqa: E402
+from nemotron_operator.controller.handlers import connection_info  # noqa: E402
 from nemotron_operator.kube import KubeClient, load_connection  # noqa: E402
 from nemotron_operator.kube.resources import (  # noqa: E402
     PERSISTENT_VOLUME_CLAIMS,
@@ -78,14 +79,7 @@ async def run_kopf(kubeconfig: Path, counter: Counter) -> None:
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(
-            server=connection.server,
-            ca_path=connection.ca_path,
-            insecure=not connection.verify,
-            token=connection.token,
-            certificate_path=connection.certificate_path,
-            private_key_path=connection.private_key_path,
-        )
+        return connection_info(connection)
 
     def index(namespace: str, labels: Any, name: str, **_: Any) -> Any:
         counter.events += 1

@@ -31,6 +31,18 @@ from nemotron_operator.render import names as n
 WATCHED = (NEMOTRON_DEPLOYMENTS,)  # by kopf; the children by the watch cache
 
 
+def connection_info(connection: Connection) -> kopf.ConnectionInfo:
+    """kopf's login: the operator's own connection (kubeconfig or in-cluster)."""
+    return kopf.ConnectionInfo(
+        server=connection.server,
+        ca_path=connection.ca_path,
+        insecure=not connection.verify,
+        token=connection.token,
+        certificate_path=connection.certificate_path,
+        private_key_path=connection.private_key_path,
+    )
+
+
 def build_registry(
     config: OperatorConfig, connection: Connection, queue: WorkQueue, deployments: DeploymentStore
 ) -> kopf.OperatorRegistry:
@@ -57,14 +69,7 @@ def build_registry(
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return kopf.ConnectionInfo(
-            server=connection.server,
-            ca_path=connection.ca_path,
-            insecure=not connection.verify,
-            token=connection.token,
-            certificate_path=connection.certificate_path,
-            private_key_path=connection.private_key_path,
-        )
+        return connection_info(connection)
 
     nd = NEMOTRON_DEPLOYMENTS
 

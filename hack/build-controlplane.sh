@@ -34,6 +34,9 @@ CRD_FILES=(
   "sigs.k8s.io/karpenter pkg/apis/crds/karpenter.sh_nodeclaims.yaml"
   "github.com/prometheus-operator/prometheus-operator example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml"
   "github.com/prometheus-operator/prometheus-operator example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+  "sigs.k8s.io/gateway-api-inference-extension config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"
+  "sigs.k8s.io/gateway-api config/crd/standard/gateway.networking.k8s.io_gateways.yaml"
+  "sigs.k8s.io/gateway-api config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"
 )
 
 say() { echo "build-controlplane: $*" >&2; }

@@ -6,5 +6,7 @@ go 1.26.6
 
 require (
 	github.com/prometheus-operator/prometheus-operator v0.85.0 // indirect
+	sigs.k8s.io/gateway-api v1.6.3 // indirect
+	sigs.k8s.io/gateway-api-inference-extension v1.6.2 // indirect
 	sigs.k8s.io/karpenter v1.14.1 // indirect
 )

@@ -58,6 +58,9 @@ def test_the_script_and_the_simulator_agree_on_where_the_binaries_are() -> None:
     if not os.environ.get("CONTROLPLANE_BIN_DIR"):
         assert Path(result.stdout.strip()) == bin_dir()
     assert sorted(p.name for p in crd_dir().glob("*.yaml")) == [
+        "gateway.networking.k8s.io_gateways.yaml",
+        "gateway.networking.k8s.io_httproutes.yaml",
+        "inference.networking.k8s.io_inferencepools.yaml",
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.sh_nodepools.yaml",
         "monitoring.coreos.com_podmonitors.yaml",

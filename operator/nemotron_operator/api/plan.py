@@ -80,6 +80,11 @@ class Plan(ApiModel):
         ge=0, description="Bytes per GPU of one sequence at maxModelLen (KV + Mamba state)."
     )
     block_size_tokens: int = Field(ge=1, description="KV block size (hybrid-aligned), tokens.")
+    prefix_caching: bool = Field(
+        default=True,
+        description="Whether vLLM caches prefixes (--enable-prefix-caching); the endpoint "
+        "picker's prefix scorer follows it and blockSizeTokens.",
+    )
     max_concurrency: float = Field(
         ge=0, description="Full-length sequences a replica holds at once (vLLM's figure)."
     )

@@ -116,9 +116,8 @@ def serve_args(
         args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
     args += ["--kv-cache-dtype", engine.kv_cache_dtype]
     args += ["--mamba-ssm-cache-dtype", engine.mamba_ssm_cache_dtype]
-    args.append(
-        "--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching"
-    )
+    # The plan's decision, which the endpoint picker's configuration follows too (gateway.py).
+    args.append("--enable-prefix-caching" if plan.prefix_caching else "--no-enable-prefix-caching")
     if plan.speculative_tokens > 0:
         spec = {"method": "mtp", "num_speculative_tokens": plan.speculative_tokens}
         args += ["--speculative-config", _json(spec)]

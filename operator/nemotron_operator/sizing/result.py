@@ -156,6 +156,7 @@ def build_plan(spec: NemotronDeploymentSpec, found: Search, chosen: Evaluation) 
         mamba_bytes_per_sequence=memory.mamba_bytes_per_sequence,
         bytes_per_sequence=memory.bytes_per_sequence,
         block_size_tokens=memory.block_size,
+        prefix_caching=settings.prefix_caching,
         max_concurrency=round(memory.max_concurrency, 2),
         kv_cache_tokens=memory.kv_cache_tokens,
         max_model_len=settings.max_model_len,

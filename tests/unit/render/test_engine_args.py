@@ -71,7 +71,9 @@ def test_every_rendered_flag_is_accepted_by_the_pinned_vllm(name: str, nodes: in
 
 
 def test_typed_fields_become_flags() -> None:
-    args = vllm(render(SPECS["everything"], plan=make_plan(speculative_tokens=3)))["args"]
+    # The plan carries the spec's prefix-caching decision (the planner's, as in the operator).
+    plan = make_plan(speculative_tokens=3, prefix_caching=False)
+    args = vllm(render(SPECS["everything"], plan=plan))["args"]
     assert flag_value(args, "--served-model-name") == "chat"
     assert flag_value(args, "--max-num-seqs") == "64"
     assert flag_value(args, "--max-num-batched-tokens") == "8192"

@@ -33,6 +33,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "multi-node-h100": ("-f", f"{INPUTS}/multi-node-h100.yaml"),
     "karpenter-h200": ("-f", f"{INPUTS}/karpenter-h200.yaml"),
     "plugin-parser": ("-f", f"{INPUTS}/plugin-parser.yaml"),
+    "nano-gateway": ("-f", "examples/nano-gateway.yaml"),
+    "gateway-multi-node-no-prefix": ("-f", f"{INPUTS}/gateway-multi-node-no-prefix.yaml"),
 }
 
 

@@ -14,6 +14,7 @@ from nemotron_operator.api.capacity import (
     StorageSpec,
 )
 from nemotron_operator.api.engine import EngineSpec
+from nemotron_operator.api.gateway import GatewaySpec
 from nemotron_operator.api.model import ModelSpec
 
 MAX_REPLICAS = 64
@@ -81,4 +82,9 @@ class NemotronDeploymentSpec(ApiModel):
     )
     monitoring: MonitoringSpec = Field(
         default_factory=MonitoringSpec, description="Prometheus Operator integration."
+    )
+    gateway: GatewaySpec = Field(
+        default_factory=GatewaySpec,
+        description="Gateway API Inference Extension: an InferencePool, its endpoint picker and "
+        "optionally an HTTPRoute.",
     )

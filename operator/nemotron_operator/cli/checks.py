@@ -113,6 +113,7 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "!self.shared || self.accessModes.exists(m, m == 'ReadWriteMany')": lambda s: (
         not s["shared"] or "ReadWriteMany" in s["accessModes"]
     ),
+    "!has(self.httpRoute) || self.enabled": lambda s: not _has(s, "httpRoute") or s["enabled"],
 }
 # Rules that compare with the stored object: only kube-apiserver can check them.
 TRANSITION_RULES = frozenset({"self == oldSelf"})

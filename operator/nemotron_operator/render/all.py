@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment
-from nemotron_operator.render import checks, engine, monitoring, nodepool, services, storage
+from nemotron_operator.render import (
+    checks,
+    engine,
+    gateway,
+    monitoring,
+    nodepool,
+    services,
+    storage,
+)
 from nemotron_operator.render.inputs import PlanResultLike, RenderOptions
 from nemotron_operator.render.names import Names
 from nemotron_operator.render.workload import build_statefulsets
@@ -16,9 +24,16 @@ from nemotron_operator.render.workload import build_statefulsets
 KIND_ORDER = (
     "NodePool",
     "PersistentVolumeClaim",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ConfigMap",
     "Service",
     "StatefulSet",
+    "Deployment",
     "PodDisruptionBudget",
+    "InferencePool",
+    "HTTPRoute",
     "PodMonitor",
 )
 
@@ -57,6 +72,7 @@ def render_all(
         deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
     )
     objects.append(services.build_pod_disruption_budget(names))
+    objects += gateway.build_gateway_objects(deployment, plan, names, settings.served_name)
     monitor = monitoring.build_pod_monitor(deployment, names)
     if monitor is not None:
         objects.append(monitor)

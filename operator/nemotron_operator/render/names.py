@@ -34,6 +34,8 @@ COMPONENT_SERVING = "serving"
 COMPONENT_WEIGHTS = "weights"
 COMPONENT_NODE_POOL = "node-pool"
 COMPONENT_MONITORING = "monitoring"
+COMPONENT_GATEWAY = "inference-gateway"
+COMPONENT_ENDPOINT_PICKER = "endpoint-picker"
 ROLE_LEADER = "leader"
 ROLE_WORKER = "worker"
 
@@ -117,6 +119,19 @@ class Names:
 
     @property
     def pod_monitor(self) -> str:
+        return self.base
+
+    @property
+    def inference_pool(self) -> str:
+        return self.base
+
+    @property
+    def endpoint_picker(self) -> str:
+        """The picker's Deployment, Service, ServiceAccount, Role, RoleBinding and ConfigMap."""
+        return with_suffix(self.base, "epp")
+
+    @property
+    def http_route(self) -> str:
         return self.base
 
     @property

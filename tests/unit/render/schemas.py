@@ -182,7 +182,91 @@ POD_MONITOR_SCHEMA = _closed(
     ("apiVersion", "kind", "metadata", "spec"),
 )
 
+# Subsets of inference.networking.k8s.io_inferencepools.yaml (Gateway API Inference Extension
+# v1.6.2) and gateway.networking.k8s.io_httproutes.yaml (Gateway API v1.6.3); the whole CRDs check
+# the same objects in kube-apiserver (tests/integration/controlplane/test_thirdparty_crds.py).
+_PORT = {"type": "integer", "minimum": 1, "maximum": 65535}
+INFERENCE_POOL_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "inference.networking.k8s.io/v1"},
+        "kind": {"const": "InferencePool"},
+        "metadata": _METADATA_NAMESPACED,
+        "spec": _closed(
+            {
+                "selector": _closed({"matchLabels": _STRING_MAP}, ("matchLabels",)),
+                "targetPorts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 8,
+                    "items": _closed({"number": _PORT}, ("number",)),
+                },
+                "appProtocol": {"enum": ["http", "kubernetes.io/h2c"]},
+                "endpointPickerRef": _closed(
+                    {
+                        "group": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "name": {"type": "string", "minLength": 1, "maxLength": 253},
+                        "port": _closed({"number": _PORT}, ("number",)),
+                        "failureMode": {"enum": ["FailOpen", "FailClose"]},
+                    },
+                    ("name",),
+                ),
+            },
+            ("selector", "targetPorts", "endpointPickerRef"),
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+HTTP_ROUTE_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "gateway.networking.k8s.io/v1"},
+        "kind": {"const": "HTTPRoute"},
+        "metadata": _METADATA_NAMESPACED,
+        "spec": _closed(
+            {
+                "parentRefs": {
+                    "type": "array",
+                    "maxItems": 32,
+                    "items": _closed(
+                        {
+                            "group": {"type": "string"},
+                            "kind": {"type": "string"},
+                            "name": {"type": "string"},
+                            "namespace": {"type": "string"},
+                            "sectionName": {"type": "string"},
+                        },
+                        ("name",),
+                    ),
+                },
+                "rules": {
+                    "type": "array",
+                    "items": _closed(
+                        {
+                            "matches": {"type": "array"},
+                            "backendRefs": {
+                                "type": "array",
+                                "items": _closed(
+                                    {
+                                        "group": {"type": "string"},
+                                        "kind": {"type": "string"},
+                                        "name": {"type": "string"},
+                                        "weight": {"type": "integer"},
+                                    },
+                                    ("name",),
+                                ),
+                            },
+                        }
+                    ),
+                },
+            }
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+
 CRD_SCHEMAS = {
+    ("inference.networking.k8s.io/v1", "InferencePool"): INFERENCE_POOL_SCHEMA,
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"): HTTP_ROUTE_SCHEMA,
     ("karpenter.sh/v1", "NodePool"): NODE_POOL_SCHEMA,
     ("monitoring.coreos.com/v1", "PodMonitor"): POD_MONITOR_SCHEMA,
 }

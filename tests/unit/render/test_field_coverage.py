@@ -116,8 +116,9 @@ KARPENTER = {
     }
 }
 MONITOR = {"monitoring": {"podMonitor": {"enabled": True}}}
-WITH_PVC, WITH_TOKEN, WITH_PLUGIN, WITH_KARPENTER, WITH_MONITOR = (
-    merge(BASE, part) for part in (PVC, TOKEN, PLUGIN, KARPENTER, MONITOR)
+GATEWAY = {"gateway": {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}}
+WITH_PVC, WITH_TOKEN, WITH_PLUGIN, WITH_KARPENTER, WITH_MONITOR, WITH_GATEWAY = (
+    merge(BASE, part) for part in (PVC, TOKEN, PLUGIN, KARPENTER, MONITOR, GATEWAY)
 )
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "a", "effect": "NoExecute"}
 TOLERATIONS = {"scheduling": {"tolerations": [TOLERATION | {"tolerationSeconds": 60}]}}
@@ -177,6 +178,18 @@ def plan(objects: Objects) -> Any:
 
 def claim(objects: Objects) -> Any:
     return sts(objects)["spec"].get("volumeClaimTemplates")
+
+
+def picker(objects: Objects) -> Any:
+    return of_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+
+
+def pool_ref(objects: Objects) -> Any:
+    return of_kind(objects, "InferencePool")[0]["spec"]["endpointPickerRef"]
+
+
+def route_parents(objects: Objects) -> Any:
+    return of_kind(objects, "HTTPRoute")[0]["spec"]["parentRefs"]
 
 
 def node_pool(objects: Objects) -> Any:
@@ -390,6 +403,28 @@ CASES: dict[str, Case] = {
         {"monitoring": {"podMonitor": {"labels": {"release": "prom"}}}},
         kind("PodMonitor"),
         WITH_MONITOR,
+    ),
+    "spec.gateway.enabled": Case({"gateway": {"enabled": True}}, kind("InferencePool")),
+    "spec.gateway.endpointPicker.image": Case(
+        {"gateway": {"endpointPicker": {"image": "registry.example/epp:v1"}}}, picker, WITH_GATEWAY
+    ),
+    "spec.gateway.endpointPicker.failureMode": Case(
+        {"gateway": {"endpointPicker": {"failureMode": "FailOpen"}}}, pool_ref, WITH_GATEWAY
+    ),
+    "spec.gateway.httpRoute.parentRefs[].name": Case(
+        {"gateway": {"httpRoute": {"parentRefs": [{"name": "other"}]}}},
+        route_parents,
+        WITH_GATEWAY,
+    ),
+    "spec.gateway.httpRoute.parentRefs[].namespace": Case(
+        {"gateway": {"httpRoute": {"parentRefs": [{"name": "gw", "namespace": "gateways"}]}}},
+        route_parents,
+        WITH_GATEWAY,
+    ),
+    "spec.gateway.httpRoute.parentRefs[].sectionName": Case(
+        {"gateway": {"httpRoute": {"parentRefs": [{"name": "gw", "sectionName": "http"}]}}},
+        route_parents,
+        WITH_GATEWAY,
     ),
 }
 for _key, _value in (

@@ -102,6 +102,34 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["podmonitors"]
   verbs: {{ if .Values.rbac.podMonitors }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
+{{- if .Values.rbac.inferenceGateway }}
+# spec.gateway (the operator runs with --inference-gateway): the InferencePool, the HTTPRoute and
+# the endpoint picker's Deployment, ServiceAccount, ConfigMap, Role and RoleBinding (its Service
+# is among the Services above), followed and applied like the other children.
+- apiGroups: [""]
+  resources: ["serviceaccounts", "configmaps"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: ["rbac.authorization.k8s.io"]
+  resources: ["roles", "rolebindings"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+- apiGroups: ["inference.networking.k8s.io"]
+  resources: ["inferencepools"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["httproutes"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+# What the picker's Role grants and the operator never calls: RBAC lets the operator create that
+# Role only with these permissions of its own (no `escalate`, no `bind`).
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["get"]
+- apiGroups: ["llm-d.ai"]
+  resources: ["inferenceobjectives", "inferencemodelrewrites"]
+  verbs: ["get", "list", "watch"]
+{{- end }}
 {{- end -}}
 
 {{/* The single-replica guard's Lease, in the release's namespace: create cannot be limited to
@@ -132,7 +160,12 @@ request), and Karpenter NodePools. */}}
 # nothing changes; without this grant the operator asks discovery every 30 s instead).
 - apiGroups: ["apiextensions.k8s.io"]
   resources: ["customresourcedefinitions"]
-  resourceNames: ["podmonitors.monitoring.coreos.com", "nodepools.karpenter.sh"]
+  resourceNames:
+    - "podmonitors.monitoring.coreos.com"
+    - "nodepools.karpenter.sh"
+    # spec.gateway's: read by name whatever rbac.inferenceGateway says (a CRD's existence only)
+    - "inferencepools.inference.networking.k8s.io"
+    - "httproutes.gateway.networking.k8s.io"
   verbs: ["list", "watch"]
 # The operator lists and watches its own NodePools wherever Karpenter is installed; it writes
 # them only if allowed to.

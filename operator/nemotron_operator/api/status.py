@@ -12,7 +12,13 @@ from nemotron_operator.api.plan import Plan
 
 Phase = Literal["Pending", "Infeasible", "WaitingForCapacity", "Deploying", "Ready", "Degraded"]
 ConditionType = Literal[
-    "Feasible", "CapacityAvailable", "Progressing", "Ready", "Degraded", "PlanAccurate"
+    "Feasible",
+    "CapacityAvailable",
+    "Progressing",
+    "Ready",
+    "Degraded",
+    "PlanAccurate",
+    "InferenceGateway",
 ]
 CamelReason = Annotated[
     str,

@@ -12,6 +12,7 @@ goes through ``kube.writes``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children, desired
+from nemotron_operator.controller import children, desired, gateway
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
@@ -33,6 +34,7 @@ from nemotron_operator.controller.unchanged import Fingerprint, LastInputs
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
+    GATEWAY_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
     NODE_POOLS,
     OPTIONAL_RESOURCES,
@@ -118,9 +120,13 @@ class Reconciler:
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs), less those
-        whose watch got a 404 (a CRD removed since)."""
+        whose watch got a 404 (a CRD removed since); the gateway's kinds only where the operator
+        runs with them (--inference-gateway, and their RBAC)."""
         base = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
-        return frozenset(base | await self.discovery.current()) - self.cache.unserved()
+        found = base | await self.discovery.current()
+        if not self.config.inference_gateway:
+            found -= GATEWAY_RESOURCES
+        return frozenset(found) - self.cache.unserved()
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
         key = (namespace, name)
@@ -207,10 +213,18 @@ class Reconciler:
             created=raw["metadata"].get("creationTimestamp"),
         )
         apply_error: str | None = None
+        gateway_state = gateway.assess(
+            read.deployment,
+            served,
+            enabled_in_operator=self.config.inference_gateway,
+            names=names,
+        )
         # While the spec cannot be planned nothing is applied or deleted: the pods of an earlier
         # spec keep serving, and status says why nothing changes.
         if read.planned is not None:
             desired = read.planned.desired
+            if gateway_state is not None and gateway_state[0] != "True":
+                desired = gateway.without_gateway(desired)
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await self._ensure_finalizer(raw)
@@ -225,6 +239,7 @@ class Reconciler:
             self.kube, self.cache, PODS, names.namespace, names.instance
         )
         inputs = await self._status_inputs(read, live, pods, apply_error)
+        inputs = dataclasses.replace(inputs, gateway=gateway_state)
         await self._write_status(raw, inputs, read.previous, outcome)
         return outcome
 

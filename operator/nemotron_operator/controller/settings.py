@@ -39,6 +39,9 @@ class OperatorConfig:
     watch_error_backoffs: tuple[float, ...] = (1, 2, 4, 8, 15, 30, 30, 30, 30, 30)
     kubeconfig: str | None = None
     allow_remote_code: bool = False
+    # spec.gateway: manage InferencePools, their endpoint pickers and HTTPRoutes (the chart sets
+    # it with rbac.inferenceGateway, which grants those kinds; without it they are never read).
+    inference_gateway: bool = False
     # The metrics scraper (docs/observability.md): every serving pod's /metrics this often
     # (0: off), a timeout per pod, pods scraped at once, and the plan check's shortfall threshold.
     scrape_seconds: float = 30.0
@@ -116,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="true",
         help="allow --trust-remote-code for models outside the catalog",
     )
+    add(
+        "--inference-gateway",
+        action="store_const",
+        const="true",
+        help="manage spec.gateway's InferencePools, endpoint pickers and HTTPRoutes (needs "
+        "their RBAC: the chart's rbac.inferenceGateway)",
+    )
 
 
 def config_from_args(
@@ -151,7 +161,7 @@ def config_from_args(
     for name in ("bind-address", "default-image", "lease-name", "kubeconfig"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = raw
-    for name in ("standalone", "allow-remote-code"):
+    for name in ("standalone", "allow-remote-code", "inference-gateway"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = _truthy(raw)
     if (raw := pick("watch-error-backoffs")) is not None:

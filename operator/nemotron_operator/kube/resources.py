@@ -53,6 +53,15 @@ CRDS = Resource(
     "CustomResourceDefinition",
     namespaced=False,
 )
+# spec.gateway: the InferencePool, its endpoint picker's objects, the HTTPRoute.
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", "ServiceAccount")
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
+HTTP_ROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 
 # Every kind render_all can produce, in its apply order (``render.all.KIND_ORDER``); the optional
 # ones (served only when their CRD is installed) are looked up in discovery before use.
@@ -65,11 +74,25 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
             STATEFULSETS,
             POD_DISRUPTION_BUDGETS,
             POD_MONITORS,
+            SERVICE_ACCOUNTS,
+            CONFIG_MAPS,
+            ROLES,
+            ROLE_BINDINGS,
+            DEPLOYMENTS,
+            INFERENCE_POOLS,
+            HTTP_ROUTES,
         ),
         key=lambda resource: KIND_ORDER.index(resource.kind),
     )
 )
-OPTIONAL_RESOURCES: frozenset[Resource] = frozenset({NODE_POOLS, POD_MONITORS})
+OPTIONAL_RESOURCES: frozenset[Resource] = frozenset(
+    {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES}
+)
+# Followed only when the operator runs with --inference-gateway (their RBAC is the chart's
+# rbac.inferenceGateway); the two CRDs among them also need discovery.
+GATEWAY_RESOURCES: frozenset[Resource] = frozenset(
+    {SERVICE_ACCOUNTS, CONFIG_MAPS, ROLES, ROLE_BINDINGS, DEPLOYMENTS, INFERENCE_POOLS, HTTP_ROUTES}
+)
 
 
 def resource_of(obj: dict[str, Any]) -> Resource:

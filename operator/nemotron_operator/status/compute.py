@@ -23,6 +23,7 @@ ALL_REPLICAS_READY = "AllReplicasReady"
 AS_EXPECTED = "AsExpected"
 REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
 APPLY_REJECTED = "ApplyRejected"
+GATEWAY_CONDITION = "InferenceGateway"
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class StatusInputs:
     plan_check: PlanCheck | None = None
     plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
     autoscale_capacity_problem: str | None = None
+    # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
+    # gateway is off (the condition goes).
+    gateway: tuple[str, str, str] | None = None
+    endpoint_routed: str | None = None  # the Gateway's address, when an HTTPRoute is attached
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -157,8 +162,11 @@ def compute_status(
         conditions, phase = _planned(inputs, inputs.plan, ready, cond)
     if inputs.plan_accurate is not None and inputs.plan is not None:
         conditions.append(cond("PlanAccurate", *inputs.plan_accurate))
+    if inputs.gateway is not None and inputs.plan is not None:
+        conditions.append(cond(GATEWAY_CONDITION, *inputs.gateway))
     computed = {c.type for c in conditions}
-    keep_others = [c for c in before if c.type not in computed]
+    dropped = computed if inputs.gateway is not None else {*computed, GATEWAY_CONDITION}
+    keep_others = [c for c in before if c.type not in dropped]
     return NemotronDeploymentStatus.model_validate(
         {
             "observedGeneration": generation,
@@ -170,7 +178,9 @@ def compute_status(
             "readyReplicas": ready,
             "ready": f"{ready}/{inputs.replicas}",
             "selector": inputs.selector,
-            "endpoint": inputs.endpoint if inputs.plan is not None else None,
+            "endpoint": (inputs.endpoint_routed or inputs.endpoint)
+            if inputs.plan is not None
+            else None,
             "throughput": inputs.throughput
             or (previous.throughput if previous is not None else None),
             "planCheck": inputs.plan_check

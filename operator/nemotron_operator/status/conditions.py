@@ -15,6 +15,7 @@ ORDER: tuple[str, ...] = (
     "Ready",
     "Degraded",
     "PlanAccurate",
+    "InferenceGateway",
 )
 
 

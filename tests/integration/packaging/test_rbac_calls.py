@@ -20,7 +20,13 @@ import yaml
 from nemotron_operator.controller import child_cache, handlers, inventory
 from nemotron_operator.controller.discovery import crd_name
 from nemotron_operator.kube import resources
-from nemotron_operator.kube.resources import CHILD_RESOURCES, CRDS, OPTIONAL_RESOURCES, Resource
+from nemotron_operator.kube.resources import (
+    CHILD_RESOURCES,
+    CRDS,
+    GATEWAY_RESOURCES,
+    OPTIONAL_RESOURCES,
+    Resource,
+)
 from tests.helm import CHART, run_helm
 
 PACKAGE = Path(__file__).resolve().parents[3] / "operator" / "nemotron_operator"
@@ -42,7 +48,21 @@ NOT_CALLED_DIRECTLY = {
         "owner references with blockOwnerDeletion on every child need it under "
         "OwnerReferencesPermissionEnforcement"
     ),
+    # The endpoint picker's Role (render/gateway.py): RBAC lets the operator create it only
+    # with these permissions of its own.
+    ("", "pods", "get"): "the endpoint picker's Role grants it",
+    ("inference.networking.k8s.io", "inferencepools", "get"): "the endpoint picker's Role",
+    **{
+        ("llm-d.ai", resource, verb): "the endpoint picker's Role grants it"
+        for resource in ("inferenceobjectives", "inferencemodelrewrites")
+        for verb in ("get", "list", "watch")
+    },
 }
+SWITCHES = [
+    "--set", "rbac.karpenterNodePools=true",
+    "--set", "rbac.podMonitors=true",
+    "--set", "rbac.inferenceGateway=true",
+]  # fmt: skip
 
 Grant = tuple[str, str, str]
 
@@ -137,20 +157,25 @@ def test_the_code_calls_are_found(code_grants: set[Grant]) -> None:
 def test_the_chart_grants_every_call_the_code_makes(
     helm_environment: dict[str, str], code_grants: set[Grant]
 ) -> None:
-    switches = ["--set", "rbac.karpenterNodePools=true", "--set", "rbac.podMonitors=true"]
+    switches = SWITCHES
     for mode in ([], ["--set", "watchNamespaces={ai}"]):
         missing = code_grants - granted(helm_environment, *switches, *mode)
         assert not missing, f"the chart does not grant {sorted(missing)} ({mode or 'cluster-wide'})"
     optional = {(r.group, r.plural) for r in OPTIONAL_RESOURCES}
+    gateway = {(r.group, r.plural) for r in GATEWAY_RESOURCES}
     missing = code_grants - granted(helm_environment)
-    assert all((g, r) in optional and v != "list" for g, r, v in missing), sorted(missing)
+    # Without the switches: the optional kinds' writes, and nothing of the gateway's kinds (the
+    # operator runs without --inference-gateway and never reads them).
+    assert all((g, r) in gateway or ((g, r) in optional and v != "list") for g, r, v in missing), (
+        sorted(missing)
+    )
+    assert {(g, r) for g, r, _ in missing} & gateway == gateway
 
 
 def test_every_grant_is_needed_by_a_call(
     helm_environment: dict[str, str], code_grants: set[Grant]
 ) -> None:
-    switches = ["--set", "rbac.karpenterNodePools=true", "--set", "rbac.podMonitors=true"]
-    extra = granted(helm_environment, *switches) - code_grants - set(NOT_CALLED_DIRECTLY)
+    extra = granted(helm_environment, *SWITCHES) - code_grants - set(NOT_CALLED_DIRECTLY)
     assert not extra, f"granted but no code calls it: {sorted(extra)}"
 
 

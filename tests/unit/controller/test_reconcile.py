@@ -141,11 +141,13 @@ class World:
         self.kube.put(NEMOTRON_DEPLOYMENTS, obj)
 
 
-def world(*nodes: dict[str, Any], crds: frozenset[Any] = frozenset()) -> World:
+def world(
+    *nodes: dict[str, Any], crds: frozenset[Any] = frozenset(), gateway: bool = False
+) -> World:
     kube = FakeKube(served_crds=set(crds))
     for item in nodes or (node("h200-a"), node("h200-b")):
         kube.put(NODES, item)
-    config = OperatorConfig(resync_seconds=60.0, scrape_seconds=0.0)
+    config = OperatorConfig(resync_seconds=60.0, scrape_seconds=0.0, inference_gateway=gateway)
     client = cast(KubeClient, kube)
     queue = WorkQueue()
     autoscaler = Autoscaler(client, queue)

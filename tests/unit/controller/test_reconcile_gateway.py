@@ -1,0 +1,86 @@
+"""spec.gateway in the reconcile, against the in-memory API server: applied only where the
+operator runs with --inference-gateway and the CRDs are served (otherwise the InferenceGateway
+condition names what is missing and nothing of it is created), deleted when switched off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nemotron_operator.kube.resources import HTTP_ROUTES, INFERENCE_POOLS, NEMOTRON_DEPLOYMENTS
+from tests.unit.controller.test_reconcile import CHILDREN, STATUS, World, deployment, world
+
+GATEWAY = {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}
+GATEWAY_WRITES = [
+    "apply ServiceAccount/nano-epp",
+    "apply Role/nano-epp",
+    "apply RoleBinding/nano-epp",
+    "apply ConfigMap/nano-epp",
+    "apply Service/nano-epp",
+    "apply Deployment/nano-epp",
+    "apply InferencePool/nano",
+    "apply HTTPRoute/nano",
+]
+BOTH_CRDS = frozenset({INFERENCE_POOLS, HTTP_ROUTES})
+
+
+def gateway_condition(outcome: Any) -> tuple[str, str, str] | None:
+    for c in outcome.status.conditions:
+        if c.type == "InferenceGateway":
+            return c.status, c.reason, c.message
+    return None
+
+
+async def created(w: World, **spec: Any) -> tuple[Any, list[str]]:
+    w.kube.put(NEMOTRON_DEPLOYMENTS, deployment(**spec))
+    return await w.reconcile()
+
+
+async def test_without_the_operator_switch_nothing_is_created_and_status_says_why() -> None:
+    outcome, writes = await created(world(crds=BOTH_CRDS), gateway=GATEWAY)
+    assert [x for x in writes if x.startswith("apply")] == CHILDREN
+    condition = gateway_condition(outcome)
+    assert condition is not None
+    assert condition[:2] == ("False", "OperatorNotEnabled")
+    assert "rbac.inferenceGateway=true" in condition[2]
+
+
+async def test_without_the_crds_nothing_is_created_and_the_missing_kind_is_named() -> None:
+    outcome, writes = await created(
+        world(crds=frozenset({INFERENCE_POOLS}), gateway=True), gateway=GATEWAY
+    )
+    assert [x for x in writes if x.startswith("apply")] == CHILDREN
+    condition = gateway_condition(outcome)
+    assert condition is not None
+    assert condition[:2] == ("False", "CRDNotInstalled")
+    assert "HTTPRoute (httproutes.gateway.networking.k8s.io, v1)" in condition[2]
+    assert "InferencePool" not in condition[2].split("install")[0]
+
+
+async def test_applied_in_order_then_all_deleted_when_switched_off() -> None:
+    w = world(crds=BOTH_CRDS, gateway=True)
+    outcome, writes = await created(w, gateway=GATEWAY)
+    applied = [x for x in writes if x.startswith("apply")]
+    assert sorted(applied) == sorted(CHILDREN + GATEWAY_WRITES)
+    assert applied.index("apply ConfigMap/nano-epp") < applied.index("apply Deployment/nano-epp")
+    assert applied.index("apply Deployment/nano-epp") < applied.index("apply InferencePool/nano")
+    assert gateway_condition(outcome) is not None
+    assert gateway_condition(outcome)[:2] == ("True", "Applied")  # type: ignore[index]
+    _, again = await w.reconcile()
+    assert [x for x in again if x.startswith(("apply", "delete"))] == []
+
+    w.edit_spec(gateway={"enabled": False})
+    outcome, writes = await w.reconcile()
+    deleted = sorted(x.replace("delete ", "apply ") for x in writes if x.startswith("delete"))
+    assert deleted == sorted(GATEWAY_WRITES)
+    assert STATUS in writes
+    assert gateway_condition(outcome) is None
+
+
+async def test_an_infeasible_spec_creates_none_of_it() -> None:
+    outcome, writes = await created(
+        world(crds=BOTH_CRDS, gateway=True),
+        gateway=GATEWAY,
+        engine={"maxModelLen": 10_000_000},
+    )
+    assert outcome.result == "infeasible"
+    assert [x for x in writes if x.startswith("apply")] == []

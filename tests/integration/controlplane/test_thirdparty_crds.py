@@ -22,7 +22,15 @@ SOURCES = [
 ]
 
 
-def rendered(source: Path, namespace: str) -> list[dict[str, Any]]:
+GATEWAY_SOURCES = [
+    ROOT / "examples" / "nano-gateway.yaml",
+    ROOT / "tests" / "golden" / "inputs" / "gateway-multi-node-no-prefix.yaml",
+]
+
+
+def rendered(
+    source: Path, namespace: str, kinds: tuple[str, ...] = ("NodePool", "PodMonitor")
+) -> list[dict[str, Any]]:
     nodes = ROOT / "tests" / "golden" / "inputs" / "nodes-h200.yaml"
     text = subprocess.run(
         [sys.executable, "-m", "nemotron_operator.cli", "render", "-f", str(source),
@@ -31,7 +39,7 @@ def rendered(source: Path, namespace: str) -> list[dict[str, Any]]:
     ).stdout  # fmt: skip
     out = []
     for doc in yaml.safe_load_all(text):
-        if doc and doc["kind"] in ("NodePool", "PodMonitor"):
+        if doc and (not kinds or doc["kind"] in kinds):
             if doc["metadata"].get("namespace"):
                 doc["metadata"]["namespace"] = namespace
             out.append(doc)
@@ -41,7 +49,12 @@ def rendered(source: Path, namespace: str) -> list[dict[str, Any]]:
 def test_the_crds_are_the_projects_own(kube_cluster: KubeHandle) -> None:
     crds = kube_cluster.kubectl_json("get", "crd")["items"]
     names = {c["metadata"]["name"] for c in crds}
-    assert {"nodepools.karpenter.sh", "podmonitors.monitoring.coreos.com"} <= names
+    assert {
+        "nodepools.karpenter.sh",
+        "podmonitors.monitoring.coreos.com",
+        "inferencepools.inference.networking.k8s.io",
+        "httproutes.gateway.networking.k8s.io",
+    } <= names
     nodepool = next(c for c in crds if c["metadata"]["name"] == "nodepools.karpenter.sh")
     schema = nodepool["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert "x-kubernetes-validations" in str(schema)  # Karpenter's CEL rules came with it
@@ -74,3 +87,35 @@ def test_a_bad_node_pool_is_refused_by_karpenters_schema(kube_cluster: KubeHandl
     assert result.returncode != 0
     assert "spec.disruption.consolidationPolicy" in result.stderr
     assert "Unsupported value" in result.stderr
+
+
+@pytest.mark.parametrize("source", GATEWAY_SOURCES, ids=lambda p: p.stem)
+def test_every_object_of_a_gateway_deployment_is_accepted_by_kube_apiserver(
+    kube_cluster: KubeHandle, kube_namespace: str, source: Path
+) -> None:
+    """The InferencePool and HTTPRoute against the Inference Extension's and the Gateway API's
+    own CRDs (CEL rules included), and the picker's Deployment, Service, ConfigMap and RBAC
+    against kube-apiserver's built-in validation: a server-side dry-run of every object."""
+    objects = rendered(source, kube_namespace, kinds=())
+    kinds = {o["kind"] for o in objects}
+    assert {"InferencePool", "Deployment", "Role", "RoleBinding", "ConfigMap"} <= kinds
+    for obj in objects:
+        result = kube_cluster.kubectl(
+            "apply", "--server-side", "--field-manager=test", "--dry-run=server", "-f", "-",
+            input=yaml.safe_dump(obj), check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, f"{obj['kind']} {obj['metadata']['name']}: {result.stderr}"
+
+
+def test_a_bad_inference_pool_is_refused_by_its_crd(
+    kube_cluster: KubeHandle, kube_namespace: str
+) -> None:
+    """A positive control: the InferencePool's CEL rule (a Service reference needs a port)."""
+    (pool,) = rendered(GATEWAY_SOURCES[0], kube_namespace, kinds=("InferencePool",))
+    del pool["spec"]["endpointPickerRef"]["port"]
+    result = kube_cluster.kubectl(
+        "apply", "--server-side", "--field-manager=test", "--dry-run=server", "-f", "-",
+        input=yaml.safe_dump(pool), check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "port is required" in result.stderr

@@ -15,6 +15,7 @@ from tests.integration.operator.helpers import (
     NODE_POOLS,
     POD_MONITORS,
     apply,
+    condition,
     deployment,
     status,
     wait_ready,
@@ -27,7 +28,8 @@ RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "Ro
 
 
 def _chart_rbac(cluster: KubeHandle, home: Path) -> str:
-    """The chart's ServiceAccount and RBAC objects, with NodePool and PodMonitor writes on."""
+    """The chart's ServiceAccount and RBAC objects, with NodePool, PodMonitor and inference
+    gateway writes on."""
     rendered = run_helm(
         helm_env(cluster.env, home),
         "template",
@@ -36,6 +38,7 @@ def _chart_rbac(cluster: KubeHandle, home: Path) -> str:
         "--namespace=nemotron-system",
         "--set=rbac.karpenterNodePools=true",
         "--set=rbac.podMonitors=true",
+        "--set=rbac.inferenceGateway=true",
     ).stdout
     objects = [doc for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] in RBAC_KINDS]
     assert {obj["kind"] for obj in objects} == RBAC_KINDS
@@ -76,7 +79,7 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
     operator = OperatorProcess(
         sim_cluster,
         tmp_path / "operator.log",
-        extra_args=["--lease-namespace=nemotron-system"],
+        extra_args=["--lease-namespace=nemotron-system", "--inference-gateway"],
         env={"KUBECONFIG": str(kubeconfig)},
     )
     operator.start()
@@ -93,9 +96,13 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
                 nodePool=karpenter,
                 monitoring={"podMonitor": {"enabled": True}},
                 storage={"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
+                # The picker's Role: RBAC lets the operator create it only with what it grants.
+                gateway={"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}},
             ),
         )
         wait_ready(sim_cluster)
+        assert condition(sim_cluster, "InferenceGateway")["reason"] == "Applied"
+        assert sim_cluster.kubectl("get", "role", "nano-epp", "-n", NAMESPACE).returncode == 0
         assert sim_cluster.list(NODE_POOLS)
         assert sim_cluster.list(POD_MONITORS, NAMESPACE)
         assert status(sim_cluster)["nodePool"]["provisioner"] == "Karpenter"

@@ -56,7 +56,6 @@ class StatusInputs:
     # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
-    endpoint_routed: str | None = None  # the Gateway's address, when an HTTPRoute is attached
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -178,9 +177,7 @@ def compute_status(
             "readyReplicas": ready,
             "ready": f"{ready}/{inputs.replicas}",
             "selector": inputs.selector,
-            "endpoint": (inputs.endpoint_routed or inputs.endpoint)
-            if inputs.plan is not None
-            else None,
+            "endpoint": inputs.endpoint if inputs.plan is not None else None,
             "throughput": inputs.throughput
             or (previous.throughput if previous is not None else None),
             "planCheck": inputs.plan_check

@@ -121,6 +121,10 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["gateway.networking.k8s.io"]
   resources: ["httproutes"]
   verbs: ["list", "watch", "create", "patch", "delete"]
+# The Gateway an HTTPRoute attaches to, for its address (status.endpoint): read only.
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["gateways"]
+  verbs: ["get"]
 # What the picker's Role grants and the operator never calls: RBAC lets the operator create that
 # Role only with these permissions of its own (no `escalate`, no `bind`).
 - apiGroups: [""]

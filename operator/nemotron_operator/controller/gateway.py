@@ -4,10 +4,12 @@ be: an endpoint picker without its InferencePool would only crash-loop looking f
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment
-from nemotron_operator.kube.resources import HTTP_ROUTES, INFERENCE_POOLS, Resource
+from nemotron_operator.kube import ApiError, KubeClient
+from nemotron_operator.kube.resources import GATEWAYS, HTTP_ROUTES, INFERENCE_POOLS, Resource
 from nemotron_operator.render import names as n
 from nemotron_operator.status.compute import GATEWAY_CONDITION
 
@@ -15,7 +17,9 @@ APPLIED = "Applied"
 NOT_ENABLED = "OperatorNotEnabled"
 CRD_NOT_INSTALLED = "CRDNotInstalled"
 GATEWAY_COMPONENTS = frozenset({n.COMPONENT_GATEWAY, n.COMPONENT_ENDPOINT_PICKER})
-__all__ = ["GATEWAY_CONDITION", "assess", "without_gateway"]
+DEFAULT_PORTS = {"http": 80, "https": 443}
+__all__ = ["GATEWAY_CONDITION", "assess", "routed_endpoint", "without_gateway"]
+logger = logging.getLogger(__name__)
 
 
 def assess(
@@ -73,3 +77,46 @@ def without_gateway(desired: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if ((obj.get("metadata") or {}).get("labels") or {}).get(n.COMPONENT)
         not in GATEWAY_COMPONENTS
     ]
+
+
+async def routed_endpoint(
+    kube: KubeClient, deployment: NemotronDeployment, namespace: str
+) -> str | None:
+    """The OpenAI base URL through the first Gateway the HTTPRoute attaches to: its first
+    address and the listener's port (``sectionName``'s, else the first HTTP(S) listener's).
+    None while the Gateway has no address, or cannot be read (not there, no Gateway CRD, or no
+    permission to read it in that namespace): status.endpoint then stays the Service."""
+    route = deployment.spec.gateway.http_route
+    if route is None:
+        return None
+    ref = route.parent_refs[0]
+    try:
+        found = await kube.get(GATEWAYS, ref.namespace or namespace, ref.name)
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        logger.debug("cannot read Gateway %s: %s", ref.name, exc)
+        return None
+    return gateway_url(found, ref.section_name) if found else None
+
+
+def gateway_url(gateway: dict[str, Any], section_name: str | None) -> str | None:
+    addresses = (gateway.get("status") or {}).get("addresses") or []
+    if not addresses or not addresses[0].get("value"):
+        return None
+    listeners = (gateway.get("spec") or {}).get("listeners") or []
+    listener = next((item for item in listeners if _listens(item, section_name)), None)
+    scheme = "https" if listener and str(listener.get("protocol")).upper() == "HTTPS" else "http"
+    host = str(addresses[0]["value"])
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    port = listener.get("port") if listener else None
+    if port is None or port == DEFAULT_PORTS[scheme]:
+        return f"{scheme}://{host}/v1"
+    return f"{scheme}://{host}:{port}/v1"
+
+
+def _listens(listener: dict[str, Any], section_name: str | None) -> bool:
+    if section_name is not None:
+        return bool(listener.get("name") == section_name)
+    return str(listener.get("protocol", "")).upper() in ("HTTP", "HTTPS")

@@ -239,7 +239,12 @@ class Reconciler:
             self.kube, self.cache, PODS, names.namespace, names.instance
         )
         inputs = await self._status_inputs(read, live, pods, apply_error)
-        inputs = dataclasses.replace(inputs, gateway=gateway_state)
+        routed = None
+        if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
+            routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)
+        inputs = dataclasses.replace(
+            inputs, gateway=gateway_state, endpoint=routed or inputs.endpoint
+        )
         await self._write_status(raw, inputs, read.previous, outcome)
         return outcome
 

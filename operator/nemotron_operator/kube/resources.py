@@ -61,6 +61,8 @@ ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "Rol
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
 HTTP_ROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
+# Read, never written: the Gateway an HTTPRoute attaches to, for its address (status.endpoint).
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 
 # Every kind render_all can produce, in its apply order (``render.all.KIND_ORDER``); the optional
 # ones (served only when their CRD is installed) are looked up in discovery before use.

@@ -1,7 +1,7 @@
 """spec.gateway on the real control plane, with the projects' own InferencePool and HTTPRoute
 CRDs: the pool selects exactly the ready serving pods, scaling leaves it alone, the picker's
 configuration follows the plan's block size, switching off deletes everything it created, and
-an infeasible spec creates none of it."""
+an infeasible spec creates none of it; status.endpoint is the Gateway's address while routed."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ GATEWAY_KINDS = {
     "services": ResourceKey("", "v1", "services"),
 }
 GATEWAY = {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}
+GATEWAY_OBJECT = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "Gateway",
+    "metadata": {"name": "gw", "namespace": NAMESPACE},
+    "spec": {
+        "gatewayClassName": "example",
+        "listeners": [{"name": "http", "protocol": "HTTP", "port": 8080}],
+    },
+}
 GATEWAY_ON = pytest.mark.parametrize("operator_process", [["--inference-gateway"]], indirect=True)
 
 
@@ -85,9 +94,16 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
 ) -> None:
     cluster = operator_process.cluster
     ensure_namespace(cluster, NAMESPACE)
+    # The Gateway the route attaches to, with the address its implementation would publish.
+    apply(cluster, GATEWAY_OBJECT)
+    cluster.kubectl(
+        "patch", "gateway", "gw", "-n", NAMESPACE, "--subresource=status", "--type=merge",
+        "-p", '{"status":{"addresses":[{"type":"IPAddress","value":"10.1.2.3"}]}}',
+    )  # fmt: skip
     apply(cluster, deployment(replicas=2, gateway=GATEWAY))
     wait_ready(cluster)
     assert condition(cluster, "InferenceGateway")["reason"] == "Applied"
+    assert status(cluster)["endpoint"] == "http://10.1.2.3:8080/v1"
     assert gateway_objects(cluster, "nano") == {
         "inferencepools": ["nano"],
         "httproutes": ["nano"],
@@ -142,6 +158,7 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
     cluster.wait_until(
         lambda: not condition(cluster, "InferenceGateway"), what="the condition removed"
     )
+    assert status(cluster)["endpoint"] == "http://nano.ai.svc:8000/v1"
 
 
 @GATEWAY_ON

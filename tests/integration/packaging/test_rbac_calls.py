@@ -24,6 +24,7 @@ from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     CRDS,
     GATEWAY_RESOURCES,
+    GATEWAYS,
     OPTIONAL_RESOURCES,
     Resource,
 )
@@ -162,7 +163,7 @@ def test_the_chart_grants_every_call_the_code_makes(
         missing = code_grants - granted(helm_environment, *switches, *mode)
         assert not missing, f"the chart does not grant {sorted(missing)} ({mode or 'cluster-wide'})"
     optional = {(r.group, r.plural) for r in OPTIONAL_RESOURCES}
-    gateway = {(r.group, r.plural) for r in GATEWAY_RESOURCES}
+    gateway = {(r.group, r.plural) for r in (*GATEWAY_RESOURCES, GATEWAYS)}
     missing = code_grants - granted(helm_environment)
     # Without the switches: the optional kinds' writes, and nothing of the gateway's kinds (the
     # operator runs without --inference-gateway and never reads them).

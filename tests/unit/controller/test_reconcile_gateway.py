@@ -1,12 +1,21 @@
 """spec.gateway in the reconcile, against the in-memory API server: applied only where the
 operator runs with --inference-gateway and the CRDs are served (otherwise the InferenceGateway
-condition names what is missing and nothing of it is created), deleted when switched off."""
+condition names what is missing and nothing of it is created), deleted when switched off;
+status.endpoint is the Gateway's address once it has one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.kube.resources import HTTP_ROUTES, INFERENCE_POOLS, NEMOTRON_DEPLOYMENTS
+import pytest
+
+from nemotron_operator.controller.gateway import gateway_url
+from nemotron_operator.kube.resources import (
+    GATEWAYS,
+    HTTP_ROUTES,
+    INFERENCE_POOLS,
+    NEMOTRON_DEPLOYMENTS,
+)
 from tests.unit.controller.test_reconcile import CHILDREN, STATUS, World, deployment, world
 
 GATEWAY = {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}
@@ -84,3 +93,52 @@ async def test_an_infeasible_spec_creates_none_of_it() -> None:
     )
     assert outcome.result == "infeasible"
     assert [x for x in writes if x.startswith("apply")] == []
+
+
+def a_gateway(address: str | None, *listeners: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "gw", "namespace": "ai"},
+        "spec": {"gatewayClassName": "istio", "listeners": list(listeners)},
+        "status": {"addresses": [{"type": "IPAddress", "value": address}] if address else []},
+    }
+
+
+HTTP = {"name": "http", "protocol": "HTTP", "port": 80}
+
+
+async def test_status_endpoint_is_the_gateways_address_once_it_has_one() -> None:
+    w = world(crds=BOTH_CRDS, gateway=True)
+    w.kube.put(GATEWAYS, a_gateway(None, HTTP))
+    outcome, _ = await created(w, gateway=GATEWAY)
+    assert outcome.status.endpoint == "http://nano.ai.svc:8000/v1"  # no address yet
+    w.kube.put(GATEWAYS, a_gateway("10.0.0.7", HTTP))
+    outcome, _ = await w.reconcile()
+    assert outcome.status.endpoint == "http://10.0.0.7/v1"
+    # Switched off: the Service again.
+    w.edit_spec(gateway={"enabled": False})
+    outcome, _ = await w.reconcile()
+    assert outcome.status.endpoint == "http://nano.ai.svc:8000/v1"
+
+
+@pytest.mark.parametrize(
+    ("listeners", "section", "url"),
+    [
+        ([HTTP], None, "http://10.0.0.7/v1"),
+        ([{"name": "alt", "protocol": "HTTP", "port": 8080}], None, "http://10.0.0.7:8080/v1"),
+        ([{"name": "tls", "protocol": "HTTPS", "port": 443}], None, "https://10.0.0.7/v1"),
+        (
+            [HTTP, {"name": "tls", "protocol": "HTTPS", "port": 8443}],
+            "tls",
+            "https://10.0.0.7:8443/v1",
+        ),
+        ([{"name": "tcp", "protocol": "TCP", "port": 9000}], None, "http://10.0.0.7/v1"),
+    ],
+)
+def test_the_url_takes_the_listeners_scheme_and_port(
+    listeners: list[dict[str, Any]], section: str | None, url: str
+) -> None:
+    assert gateway_url(a_gateway("10.0.0.7", *listeners), section) == url
+
+
+def test_no_address_no_url() -> None:
+    assert gateway_url(a_gateway(None, HTTP), None) is None

@@ -18,7 +18,13 @@ NOT_ENABLED = "OperatorNotEnabled"
 CRD_NOT_INSTALLED = "CRDNotInstalled"
 GATEWAY_COMPONENTS = frozenset({n.COMPONENT_GATEWAY, n.COMPONENT_ENDPOINT_PICKER})
 DEFAULT_PORTS = {"http": 80, "https": 443}
-__all__ = ["GATEWAY_CONDITION", "assess", "routed_endpoint", "without_gateway"]
+__all__ = [
+    "GATEWAY_CONDITION",
+    "assess",
+    "is_gateway_object",
+    "routed_endpoint",
+    "without_gateway",
+]
 logger = logging.getLogger(__name__)
 
 
@@ -69,14 +75,14 @@ def _needed(deployment: NemotronDeployment) -> list[Resource]:
     return [INFERENCE_POOLS]
 
 
+def is_gateway_object(obj: dict[str, Any]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(n.COMPONENT) in GATEWAY_COMPONENTS
+
+
 def without_gateway(desired: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``desired`` less the gateway's objects (when they cannot all be applied)."""
-    return [
-        obj
-        for obj in desired
-        if ((obj.get("metadata") or {}).get("labels") or {}).get(n.COMPONENT)
-        not in GATEWAY_COMPONENTS
-    ]
+    return [obj for obj in desired if not is_gateway_object(obj)]
 
 
 async def routed_endpoint(

@@ -208,6 +208,12 @@ class Reconciler:
         live = await children.read_live(
             self.kube, self.cache, names, uid=raw["metadata"]["uid"], served=served
         )
+        if not self.config.inference_gateway:
+            # Without --inference-gateway (and its RBAC) the gateway's objects are left alone,
+            # its picker's Service too, which is among the Services the operator reads.
+            live.objects = {
+                k: o for k, o in live.objects.items() if not gateway.is_gateway_object(o)
+            }
         outcome = Outcome(
             "ok" if read.problem is None else "infeasible",
             created=raw["metadata"].get("creationTimestamp"),

@@ -5,6 +5,7 @@ status.endpoint is the Gateway's address once it has one."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -142,3 +143,16 @@ def test_the_url_takes_the_listeners_scheme_and_port(
 
 def test_no_address_no_url() -> None:
     assert gateway_url(a_gateway(None, HTTP), None) is None
+
+
+async def test_an_operator_without_the_switch_leaves_an_existing_gateway_alone() -> None:
+    w = world(crds=BOTH_CRDS, gateway=True)
+    await created(w, gateway=GATEWAY)
+    # The same cluster, now reconciled by an operator started without --inference-gateway.
+    w.reconciler.config = dataclasses.replace(w.reconciler.config, inference_gateway=False)
+    w.reconciler._served = None  # a new process: discovery again
+    outcome, writes = await w.reconcile()
+    assert [x for x in writes if x.startswith("delete")] == []
+    condition = gateway_condition(outcome)
+    assert condition is not None
+    assert condition[:2] == ("False", "OperatorNotEnabled")

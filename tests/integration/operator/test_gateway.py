@@ -117,6 +117,14 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
     pool = cluster.get(POOLS, NAMESPACE, "nano") or {}
     assert selected(cluster, pool) == ready_serving_pods(cluster, "nano") == {"nano-0", "nano-1"}
 
+    # Converged: kube-apiserver's defaults in the gateway's objects are no drift; several
+    # resyncs (and the Gateway's read on each) write nothing.
+    mark = operator_process.mark()
+    cluster.wait_until(
+        lambda: len(operator_process.requests()) - mark > 40, seconds=20, what="resyncs"
+    )
+    assert [w["path"] for w in operator_process.writes(mark) if "/events" not in w["path"]] == []
+
     # Scaling: more pods selected, the pool object untouched.
     before = pool["metadata"]["resourceVersion"]
     cluster.kubectl(

@@ -121,6 +121,13 @@ CASES = [
         "set provisioner: Karpenter or remove nodePool.karpenter",
     ),
     Case(
+        "!has(self.httpRoute) || self.enabled",
+        set_("spec.gateway", {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}),
+        set_("spec.gateway", {"httpRoute": {"parentRefs": [{"name": "gw"}]}}),
+        "spec.gateway.httpRoute",
+        "set enabled to true or remove httpRoute",
+    ),
+    Case(
         "!self.shared || self.accessModes.exists",
         set_("spec.storage.cache", {"shared": True, "accessModes": ["ReadWriteMany"]}),
         set_("spec.storage.cache", {"shared": True, "accessModes": ["ReadWriteOnce"]}),

@@ -367,9 +367,15 @@ class KubeHandle:
         ]
         for group, version in groups:
             path = f"/apis/{group}/{version}" if group else "/api/v1"
+            try:
+                served = self.request("GET", path)["resources"]
+            except ApiStatusError as error:
+                if error.code != 404:
+                    raise
+                continue  # a CRD a test just deleted: listed in /apis a moment longer
             found.extend(
                 ResourceKey(group, version, resource["name"])
-                for resource in self.request("GET", path)["resources"]
+                for resource in served
                 if resource.get("namespaced")
                 and "/" not in resource["name"]
                 and "deletecollection" in resource.get("verbs", [])

@@ -31,6 +31,7 @@ VARIANTS: dict[str, list[str]] = {
         "--set",
         "operator.defaultImage=vllm/vllm-openai:v0.31.0",
     ],
+    "inference-gateway": ["--set", "rbac.inferenceGateway=true"],
 }
 
 RELEASE = "nemo"

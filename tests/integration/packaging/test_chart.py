@@ -340,6 +340,29 @@ def test_optional_grants_follow_their_switches(render: Render) -> None:
     assert {("monitoring.coreos.com", "podmonitors", v) for v in writes} <= namespaced
 
 
+def test_the_inference_gateway_switch_grants_its_kinds_and_starts_the_operator_with_it(
+    render: Render,
+) -> None:
+    on, off = render("inference-gateway"), render("default")
+    assert env_of(on)["NEMOTRON_OPERATOR_INFERENCE_GATEWAY"] == "true"
+    assert "NEMOTRON_OPERATOR_INFERENCE_GATEWAY" not in env_of(off)
+    writes = {"list", "watch", "create", "patch", "delete"}
+    kinds = {
+        ("inference.networking.k8s.io", "inferencepools"),
+        ("gateway.networking.k8s.io", "httproutes"),
+        ("apps", "deployments"),
+        ("", "configmaps"),
+        ("", "serviceaccounts"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+    }
+    granted_on = {(g, r, v) for _, g, r, v in rules_of(of_kind(on, "ClusterRole"))}
+    granted_off = {(g, r, v) for _, g, r, v in rules_of(of_kind(off, "ClusterRole"))}
+    assert {(g, r, v) for g, r in kinds for v in writes} <= granted_on
+    assert ("gateway.networking.k8s.io", "gateways", "get") in granted_on
+    assert not {(g, r) for g, r, _ in granted_off} & (kinds | {("llm-d.ai", "inferenceobjectives")})
+
+
 @pytest.mark.parametrize(
     ("values", "says"),
     [

@@ -16,6 +16,7 @@ from nemotron_operator.status.compute import GATEWAY_CONDITION
 APPLIED = "Applied"
 NOT_ENABLED = "OperatorNotEnabled"
 CRD_NOT_INSTALLED = "CRDNotInstalled"
+PICKER_UNAVAILABLE = "EndpointPickerUnavailable"
 GATEWAY_COMPONENTS = frozenset({n.COMPONENT_GATEWAY, n.COMPONENT_ENDPOINT_PICKER})
 DEFAULT_PORTS = {"http": 80, "https": 443}
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "assess",
     "is_gateway_object",
     "routed_endpoint",
+    "with_picker_readiness",
     "without_gateway",
 ]
 logger = logging.getLogger(__name__)
@@ -66,6 +68,25 @@ def assess(
         APPLIED,
         f"InferencePool {names.inference_pool} selects the serving leaders; endpoint picker "
         f"{names.endpoint_picker}{route}",
+    )
+
+
+def with_picker_readiness(
+    state: tuple[str, str, str] | None, picker: dict[str, Any] | None, names: n.Names
+) -> tuple[str, str, str] | None:
+    """``state`` (applied) is True only once the picker's Deployment has an available replica:
+    until then a Gateway cannot ask it, and with FailClose refuses the pool's requests."""
+    if state is None or state[0] != "True":
+        return state
+    available = int(((picker or {}).get("status") or {}).get("availableReplicas") or 0)
+    if available >= 1:
+        return state
+    return (
+        "False",
+        PICKER_UNAVAILABLE,
+        f"the endpoint picker Deployment {names.endpoint_picker} has no available replica yet "
+        f"(kubectl describe deployment/{names.endpoint_picker}); until it has, the Gateway's "
+        "requests to this pool follow spec.gateway.endpointPicker.failureMode",
     )
 
 

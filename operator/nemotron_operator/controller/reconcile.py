@@ -34,6 +34,7 @@ from nemotron_operator.controller.unchanged import Fingerprint, LastInputs
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
+    DEPLOYMENTS,
     GATEWAY_RESOURCES,
     NEMOTRON_DEPLOYMENTS,
     NODE_POOLS,
@@ -248,8 +249,11 @@ class Reconciler:
         routed = None
         if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
             routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)
+        picker = live.objects.get((DEPLOYMENTS, names.endpoint_picker))
         inputs = dataclasses.replace(
-            inputs, gateway=gateway_state, endpoint=routed or inputs.endpoint
+            inputs,
+            gateway=gateway.with_picker_readiness(gateway_state, picker, names),
+            endpoint=routed or inputs.endpoint,
         )
         await self._write_status(raw, inputs, read.previous, outcome)
         return outcome

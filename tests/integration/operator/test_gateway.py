@@ -102,7 +102,11 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
     )  # fmt: skip
     apply(cluster, deployment(replicas=2, gateway=GATEWAY))
     wait_ready(cluster)
-    assert condition(cluster, "InferenceGateway")["reason"] == "Applied"
+    # Applied, and the picker's Deployment available (its pod runs on the system node).
+    cluster.wait_until(
+        lambda: condition(cluster, "InferenceGateway").get("reason") == "Applied",
+        what="InferenceGateway=True",
+    )
     assert status(cluster)["endpoint"] == "http://10.1.2.3:8080/v1"
     assert gateway_objects(cluster, "nano") == {
         "inferencepools": ["nano"],

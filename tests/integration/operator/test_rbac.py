@@ -101,7 +101,10 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
             ),
         )
         wait_ready(sim_cluster)
-        assert condition(sim_cluster, "InferenceGateway")["reason"] == "Applied"
+        sim_cluster.wait_until(
+            lambda: condition(sim_cluster, "InferenceGateway").get("reason") == "Applied",
+            what="InferenceGateway=True",
+        )
         assert sim_cluster.kubectl("get", "role", "nano-epp", "-n", NAMESPACE).returncode == 0
         assert sim_cluster.list(NODE_POOLS)
         assert sim_cluster.list(POD_MONITORS, NAMESPACE)

@@ -12,6 +12,7 @@ import pytest
 
 from nemotron_operator.controller.gateway import gateway_url
 from nemotron_operator.kube.resources import (
+    DEPLOYMENTS,
     GATEWAYS,
     HTTP_ROUTES,
     INFERENCE_POOLS,
@@ -73,9 +74,12 @@ async def test_applied_in_order_then_all_deleted_when_switched_off() -> None:
     assert sorted(applied) == sorted(CHILDREN + GATEWAY_WRITES)
     assert applied.index("apply ConfigMap/nano-epp") < applied.index("apply Deployment/nano-epp")
     assert applied.index("apply Deployment/nano-epp") < applied.index("apply InferencePool/nano")
-    assert gateway_condition(outcome) is not None
+    # Applied, but the picker has no available replica yet: a Gateway could not ask it.
+    assert gateway_condition(outcome)[:2] == ("False", "EndpointPickerUnavailable")  # type: ignore[index]
+    picker = w.kube.stored(DEPLOYMENTS, "ai", "nano-epp")
+    w.kube.put(DEPLOYMENTS, {**picker, "status": {"availableReplicas": 1}})
+    outcome, again = await w.reconcile()
     assert gateway_condition(outcome)[:2] == ("True", "Applied")  # type: ignore[index]
-    _, again = await w.reconcile()
     assert [x for x in again if x.startswith(("apply", "delete"))] == []
 
     w.edit_spec(gateway={"enabled": False})

@@ -100,7 +100,9 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
         "patch", "gateway", "gw", "-n", NAMESPACE, "--subresource=status", "--type=merge",
         "-p", '{"status":{"addresses":[{"type":"IPAddress","value":"10.1.2.3"}]}}',
     )  # fmt: skip
-    apply(cluster, deployment(replicas=2, gateway=GATEWAY))
+    # 128 sequences on H200: TP 2 at 131072 tokens; 262144 needs TP 4 (below).
+    capacity = {"gpu": {"products": ["NVIDIA-H200"]}, "minConcurrency": 128}
+    apply(cluster, deployment(replicas=2, capacity=capacity, gateway=GATEWAY))
     wait_ready(cluster)
     # Applied, and the picker's Deployment available (its pod runs on the system node).
     cluster.wait_until(
@@ -144,12 +146,14 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
     )
     assert len(selected(cluster, pool)) == 3
 
-    # Another layout, another block size: the picker's configuration follows the plan.
+    # A longer maxModelLen needs a wider layout, whose block is smaller: the picker's
+    # configuration follows the plan.
     first = block_size(cluster, "nano")
     assert first == status(cluster)["plan"]["blockSizeTokens"]
+    assert status(cluster)["plan"]["tensorParallel"] == 2
     cluster.kubectl(
         "patch", "nemotrondeployment", "nano", "-n", NAMESPACE, "--type=merge",
-        "-p", '{"spec":{"replicas":1,"capacity":{"parallelism":{"tensor":4}}}}',
+        "-p", '{"spec":{"replicas":1,"engine":{"maxModelLen":262144}}}',
     )  # fmt: skip
     cluster.wait_until(
         lambda: (status(cluster).get("plan") or {}).get("tensorParallel") == 4,

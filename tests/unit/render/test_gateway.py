@@ -129,7 +129,23 @@ def test_prefix_caching_off_leaves_the_prefix_scorer_out_and_tells_vllm() -> Non
 def test_a_plan_with_another_block_size_changes_the_config_and_restarts_the_picker(
     change: dict[str, Any],
 ) -> None:
-    before, after = render(SPEC), render(merged(SPEC, change))
+    check_block_size_follows(SPEC, change)
+
+
+def test_a_longer_max_model_len_that_needs_a_wider_layout_changes_the_block_size() -> None:
+    # Nano on H200 for 128 sequences: TP 2 holds them at 131072 tokens, 262144 needs TP 4,
+    # whose per-rank pages are half as large, and so is the hybrid block.
+    nano = {
+        "model": {"id": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},
+        "engine": {"maxModelLen": 131_072},
+        "capacity": {"gpu": {"products": ["NVIDIA-H200"]}, "minConcurrency": 128},
+        "gateway": {"enabled": True},
+    }
+    check_block_size_follows(nano, {"engine": {"maxModelLen": 262_144}})
+
+
+def check_block_size_follows(spec: dict[str, Any], change: dict[str, Any]) -> None:
+    before, after = render(spec), render(merged(spec, change))
     assert plan_of(before)["blockSizeTokens"] != plan_of(after)["blockSizeTokens"]
     producer = plugin(picker_config(after), "approx-prefix-cache-producer")
     assert producer is not None

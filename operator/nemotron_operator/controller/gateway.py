@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube import ApiError, KubeClient
 from nemotron_operator.kube.resources import GATEWAYS, HTTP_ROUTES, INFERENCE_POOLS, Resource
 from nemotron_operator.render import names as n
@@ -23,6 +24,7 @@ __all__ = [
     "GATEWAY_CONDITION",
     "assess",
     "is_gateway_object",
+    "reads_a_gateway",
     "routed_endpoint",
     "with_picker_readiness",
     "without_gateway",
@@ -104,6 +106,13 @@ def is_gateway_object(obj: dict[str, Any]) -> bool:
 def without_gateway(desired: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``desired`` less the gateway's objects (when they cannot all be applied)."""
     return [obj for obj in desired if not is_gateway_object(obj)]
+
+
+def reads_a_gateway(raw: dict[str, Any], config: OperatorConfig) -> bool:
+    """Whether a reconcile of ``raw`` reads a Gateway (for status.endpoint), an input no watch
+    follows: such a reconcile is never skipped as unchanged (controller/unchanged.py)."""
+    spec = (raw.get("spec") or {}).get("gateway") or {}
+    return config.inference_gateway and bool(spec.get("enabled")) and "httpRoute" in spec
 
 
 async def routed_endpoint(

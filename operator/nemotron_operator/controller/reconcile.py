@@ -160,7 +160,7 @@ class Reconciler:
     def _fingerprint(self, raw: dict[str, Any], served: frozenset[Resource]) -> Fingerprint | None:
         """Every input of a reconcile, as versions (``controller/unchanged.py``); None when one
         of them is not cached."""
-        if not self.inventory.watched:
+        if not self.inventory.watched or gateway.reads_a_gateway(raw, self.config):
             return None
         metadata = raw["metadata"]
         key = (metadata["namespace"], metadata["name"])

@@ -18,7 +18,14 @@ from nemotron_operator.kube.resources import (
     INFERENCE_POOLS,
     NEMOTRON_DEPLOYMENTS,
 )
-from tests.unit.controller.test_reconcile import CHILDREN, STATUS, World, deployment, world
+from tests.unit.controller.test_reconcile import (
+    CHILDREN,
+    STATUS,
+    World,
+    deployment,
+    watched,
+    world,
+)
 
 GATEWAY = {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}
 GATEWAY_WRITES = [
@@ -160,3 +167,24 @@ async def test_an_operator_without_the_switch_leaves_an_existing_gateway_alone()
     condition = gateway_condition(outcome)
     assert condition is not None
     assert condition[:2] == ("False", "OperatorNotEnabled")
+
+
+async def test_a_routed_deployment_is_never_skipped_so_the_gateways_address_is_followed() -> None:
+    # The Gateway is read, not watched: a reconcile of a routed deployment cannot know from its
+    # watched inputs that the address changed, so it always runs.
+    w = world(crds=BOTH_CRDS, gateway=True)
+    w.kube.put(GATEWAYS, a_gateway(None, HTTP))
+    await created(w, gateway=GATEWAY)
+    watched(w)
+    for _ in range(2):
+        outcome, _ = await w.reconcile()
+        assert outcome.result == "ok"
+    w.kube.put(GATEWAYS, a_gateway("10.0.0.9", HTTP))
+    outcome, _ = await w.reconcile()
+    assert outcome.status.endpoint == "http://10.0.0.9/v1"
+    # Without a route nothing is read that no watch follows: unchanged inputs are skipped.
+    w.edit_spec(gateway={"enabled": True})
+    await w.reconcile()
+    await w.reconcile()
+    outcome, writes = await w.reconcile()
+    assert (outcome.result, writes) == ("unchanged", [])

@@ -11,14 +11,22 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from nemotron_operator.api.base import DNS_LABEL, ApiModel, ResourceName, cel, validations
+from nemotron_operator.api.base import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    ApiModel,
+    ResourceName,
+    cel,
+    validations,
+)
 from nemotron_operator.api.engine import Image
 
 # The llm-d router's endpoint picker, where the Gateway API Inference Extension's EPP moved
 # (its README since v1.6): released as ghcr.io/llm-d/llm-d-router-endpoint-picker:<tag>.
 DEFAULT_EPP_IMAGE = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.9.0"
 
-SectionName = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=DNS_LABEL)]
+# gateway.networking.k8s.io/v1 SectionName: a DNS subdomain of at most 253 characters.
+SectionName = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN)]
 
 
 class EndpointPickerSpec(ApiModel):

@@ -292,14 +292,23 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
         assert binding["subjects"][0]["namespace"] == NAMESPACE
     (cluster_role,) = of_kind(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
-    # Read-only: GPU nodes and the pods bound to them (free GPUs), and the operator's NodePools
-    # (listed and watched by the watch cache).
+    # Read-only: GPU nodes and the pods bound to them (free GPUs; the inventory's watches), the
+    # operator's NodePools (listed and watched by the watch cache), and the optional kinds' CRDs
+    # (watched by name, below).
     assert cluster_wide == {
         ("", "nodes", "list"),
+        ("", "nodes", "watch"),
         ("", "pods", "list"),
+        ("", "pods", "watch"),
         ("karpenter.sh", "nodepools", "list"),
         ("karpenter.sh", "nodepools", "watch"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
     }
+    (crd_rule,) = [
+        r for r in cluster_role["rules"] if "customresourcedefinitions" in r["resources"]
+    ]
+    assert crd_rule["resourceNames"]  # only the optional kinds' CRDs, by name
     (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
     assert cluster_binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

@@ -112,6 +112,7 @@ class _RunningPod:
     pool: AddressPool | None = None  # where pod_ip came from
     task: asyncio.Task[None] | None = None
     stubs: list[StubVllm] = field(default_factory=list)
+    model: PodModel | None = None  # what it last reported
 
 
 class Kubelet:
@@ -175,6 +176,13 @@ class Kubelet:
                         PODS, md.get("namespace"), md["name"], grace_period=0,
                         preconditions={"uid": uid},
                     )  # fmt: skip
+            return
+        known = self._pods.get(uid)
+        if known is not None and known.model is not None and known.model.ready_overwritten(pod):
+            # Another writer changed Ready (kube-controller-manager marks a node's pods NotReady
+            # when its Lease lapses): report again what the containers say, as a kubelet's
+            # status manager does when the server's status differs from its own.
+            self._write(known, known.model)
             return
         if node in self._node_ips and uid not in self._pods:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
@@ -384,6 +392,7 @@ class Kubelet:
             state.restart_count += 1
 
     def _write(self, running: _RunningPod, model: PodModel) -> None:
+        running.model = model
         status = model.render(now_rfc3339())
         self._store.merge_patch(
             PODS,

@@ -141,6 +141,13 @@ class PodModel:
         if previous is None or previous[0] != value:
             self.transitions[kind] = (value, now)
 
+    def ready_overwritten(self, pod: Mapping[str, Any]) -> bool:
+        """The server's Ready condition is not the one this model last reported."""
+        mine = self.transitions.get("Ready")
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        theirs = next((c.get("status") for c in conditions if c.get("type") == "Ready"), None)
+        return mine is not None and theirs is not None and theirs != mine[0]
+
     def render(self, now: str) -> dict[str, Any]:
         initialized = all("terminated" in c.state for c in self.init_containers)
         ready = initialized and all(c.ready for c in self.containers)

@@ -61,6 +61,29 @@ def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
     assert phase.stdout == "Pending"
 
 
+def test_the_kubelet_reports_ready_again_when_another_writer_marks_its_pod_not_ready(
+    sim_cluster: KubeHandle,
+) -> None:
+    """kube-controller-manager marks the pods of a node whose Lease lapsed NotReady; once that
+    node's kubelet is heard from, it reports what its containers say again (a kubelet's status
+    manager), or a pod would stay out of its Service for good."""
+    sim_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(vllm_statefulset("back")))
+    sim_cluster.wait_until(lambda: sim_cluster.ready_replicas("default", "back") == 1, what="Ready")
+
+    def ready() -> str:
+        return sim_cluster.kubectl(
+            "get", "pod", "back-0", "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"
+        ).stdout.strip()
+
+    # What the node lifecycle controller writes (strategic merge: the Ready condition only).
+    sim_cluster.kubectl(
+        "patch", "pod", "back-0", "--subresource=status", "--type=strategic",
+        "-p", json.dumps({"status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+    )  # fmt: skip
+    sim_cluster.wait_until(lambda: ready() == "True", what="the kubelet's Ready again")
+    assert sim_cluster.ready_replicas("default", "back") == 1
+
+
 def test_a_rendered_example_becomes_ready_and_answers_through_its_service(
     sim_cluster: KubeHandle, tmp_path: Path
 ) -> None:

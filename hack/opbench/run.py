@@ -289,9 +289,10 @@ class OperatorPhases:
     async def restart(self) -> dict[str, Any]:
         """Stop the operator, start it again; how long until it is quiet, and what it wrote.
 
-        Resynced = the operator has read every deployment back (one GET each: its reconcile
-        starts with one) and then, for ``settle`` seconds, neither sent a request (other than
-        its open watches) nor used more than 5 % of a CPU. A restarted operator that waits for
+        Resynced = the operator has read every deployment back (one GET each, or a LIST: an
+        operator reading its objects from kopf's watch lists them once) and then, for
+        ``settle`` seconds, neither sent a request (other than its open watches) nor used more
+        than 5 % of a CPU. A restarted operator that waits for
         its predecessor's Lease to expire is not resynced until it has done the work.
         """
         assert self.operator is not None
@@ -321,7 +322,7 @@ class OperatorPhases:
             if now_cpu - cpu > 0.05 * _SAMPLE_SECONDS or latest > last_request:
                 last_busy = time.perf_counter()
             cpu, last_request = now_cpu, latest
-            read_back = reads_of_deployments(counts)
+            read_back = reads_of_deployments(counts, count)
             if read_back >= count and time.perf_counter() - last_busy >= settle:
                 break
         resynced = read_back >= count
@@ -362,12 +363,15 @@ def wall(collector: Collector, keys: list[Key], what: str, start: float) -> floa
     return round(max(e for e in ends if e is not None) - start, 2)
 
 
-def reads_of_deployments(counts: RequestCounts) -> int:
-    return sum(
-        r["count"]
-        for r in counts.of(not_bench)
-        if (r["verb"], r["resource"]) == ("get", "nemotrondeployments")
-    )
+def reads_of_deployments(counts: RequestCounts, deployments: int) -> int:
+    """Deployments the operator has read back: one GET each, or all of them in a LIST (kopf's,
+    which an operator that reads its objects from the watch does instead of GETs)."""
+    gets, listed = 0, False
+    for r in counts.of(not_bench):
+        if r["resource"] == "nemotrondeployments":
+            gets += r["count"] if r["verb"] == "get" else 0
+            listed = listed or r["verb"] == "list"
+    return deployments if listed else min(gets, deployments)
 
 
 def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:

@@ -164,6 +164,8 @@ _TABLE: tuple[VllmFlag, ...] = (
     # Reasoning, tools, chat [F]
     _f("--reasoning-parser", _K.STR, src="F"),
     _f("--reasoning-parser-plugin", _K.STR, src="F"),
+    # [E] ``vllm/config/vllm.py`` ``VllmConfig.reasoning_config``; used with v0.19 in vllm#39103.
+    _f("--reasoning-config", _K.JSON),
     _f("--structured-outputs-config", _K.JSON),
     _f("--tool-call-parser", _K.STR, src="F"),
     _f("--enable-auto-tool-choice", _K.BOOL, src="F"),

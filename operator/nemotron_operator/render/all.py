@@ -47,13 +47,7 @@ def render_all(
     field when the spec cannot be rendered. Same input, same output, byte for byte."""
     options = options or RenderOptions()
     plan = result.plan
-    checks.check(
-        deployment,
-        result.model,
-        options,
-        gpu_product=plan.gpu_product,
-        max_model_len=plan.max_model_len,
-    )
+    checks.check(deployment, result.model, options, plan=plan)
     names = Names(deployment.metadata.name, deployment.metadata.namespace)
     settings = engine.resolve_serve_settings(deployment, plan, result.model)
     weight_bytes = plan.weights_total_bytes

@@ -7,9 +7,11 @@ Every problem names its field; all problems are reported at once.
 
 from __future__ import annotations
 
-from nemotron_operator.api import ModelSpec, NemotronDeployment
+from nemotron_operator.api import ModelSpec, NemotronDeployment, Plan
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
+from nemotron_operator.catalog.vllm_rules import Action
+from nemotron_operator.render.engine import vllm_rules
 from nemotron_operator.render.errors import RenderError
 from nemotron_operator.render.inputs import ModelFacts, RenderOptions
 
@@ -25,18 +27,29 @@ def check(
     model: ModelFacts,
     options: RenderOptions,
     *,
-    gpu_product: str,
-    max_model_len: int,
+    plan: Plan,
 ) -> None:
     """Raise RenderError listing every problem; return when the spec can be rendered."""
     errors = [
         *_extra_args(deployment.spec.engine.extra_args),
         *_engine(deployment, model),
-        *_model(deployment, model, options, max_model_len),
-        *_placement(deployment, gpu_product),
+        *_refused_by_rules(deployment, model, plan),
+        *_model(deployment, model, options, plan.max_model_len),
+        *_placement(deployment, plan.gpu_product),
     ]
     if errors:
         raise RenderError(errors, name=deployment.metadata.name)
+
+
+def _refused_by_rules(
+    deployment: NemotronDeployment, model: ModelFacts, plan: Plan
+) -> list[FieldError]:
+    """The vLLM rules (``catalog.vllm_rules``) whose action is to refuse the spec."""
+    return [
+        FieldError(fired.field, f"{fired.message} (rule {fired.rule.id})")
+        for fired in vllm_rules(deployment, plan, model)
+        if fired.action is Action.REFUSE
+    ]
 
 
 def _extra_args(args: list[str]) -> list[FieldError]:

@@ -11,6 +11,12 @@ import posixpath
 from dataclasses import dataclass
 
 from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.catalog.vllm_rule_input import (
+    reasoning_parser,
+    rules_fired,
+    tool_call_parser,
+)
+from nemotron_operator.catalog.vllm_rules import Action, Fired
 from nemotron_operator.render.inputs import ModelFacts
 
 SERVE_PORT = 8000  # vLLM's default --port (FrontendArgs.port)
@@ -18,8 +24,6 @@ MASTER_PORT = 29501  # vLLM's default --master-port (model-facts.md §4)
 MODEL_MOUNT = "/models"
 PLUGIN_MOUNT = "/etc/nemotron/reasoning-parser"
 DOWNLOAD_MARKER = ".nemotron-download-complete"
-# Spec values that switch a defaulted feature off.
-OFF = "none"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class ServeSettings:
     enable_thinking: bool | None
     trust_remote_code: bool
     long_context: bool  # needs VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    fix_args: tuple[str, ...] = ()  # flags the vLLM rules' fixes add (catalog.vllm_rules)
 
 
 def model_path(deployment: NemotronDeployment) -> str:
@@ -57,31 +62,43 @@ def model_path(deployment: NemotronDeployment) -> str:
     return f"{MODEL_MOUNT}/{deployment.spec.model.id}"
 
 
+def vllm_rules(deployment: NemotronDeployment, plan: Plan, model: ModelFacts) -> tuple[Fired, ...]:
+    """The vLLM rules (``catalog.vllm_rules``) that fire for this deployment under ``plan``."""
+    return rules_fired(
+        deployment.spec,
+        model,
+        max_model_len=plan.max_model_len,
+        block_size=plan.block_size_tokens,
+        speculative_tokens=plan.speculative_tokens,
+    )
+
+
 def resolve_serve_settings(
     deployment: NemotronDeployment, plan: Plan, model: ModelFacts
 ) -> ServeSettings:
     spec = deployment.spec
     engine = spec.engine
     plugin = engine.reasoning_parser_plugin
-    if plugin is not None:
-        reasoning: str | None = plugin.parser_name
-    elif engine.reasoning_parser is not None:
-        reasoning = None if engine.reasoning_parser == OFF else engine.reasoning_parser
-    else:
-        reasoning = model.default_reasoning_parser
-    tools = engine.tool_call_parser or model.default_tool_call_parser
+    reasoning, _ = reasoning_parser(spec, model)
+    tools = tool_call_parser(spec, model)
     multimodal = engine.multimodal
     return ServeSettings(
         served_name=spec.model.served_name or deployment.metadata.name,
         model_path=model_path(deployment),
         reasoning_parser=reasoning,
         plugin_file=None if plugin is None else f"{PLUGIN_MOUNT}/{plugin.file_name}",
-        tool_call_parser=None if tools == OFF else tools,
+        tool_call_parser=tools,
         images=(multimodal.images if multimodal else 8) if model.vision else None,
         videos=(multimodal.videos if multimodal else 2) if model.vision else None,
         enable_thinking=engine.enable_thinking,
         trust_remote_code=model.trust_remote_code,
         long_context=plan.max_model_len > model.max_position_embeddings,
+        fix_args=tuple(
+            arg
+            for fired in vllm_rules(deployment, plan, model)
+            if fired.action is Action.FIX
+            for arg in fired.args
+        ),
     )
 
 
@@ -118,6 +135,7 @@ def serve_args(
     args += ["--mamba-ssm-cache-dtype", engine.mamba_ssm_cache_dtype]
     # The plan's decision, which the endpoint picker's configuration follows too (gateway.py).
     args.append("--enable-prefix-caching" if plan.prefix_caching else "--no-enable-prefix-caching")
+    args += settings.fix_args
     if plan.speculative_tokens > 0:
         spec = {"method": "mtp", "num_speculative_tokens": plan.speculative_tokens}
         args += ["--speculative-config", _json(spec)]

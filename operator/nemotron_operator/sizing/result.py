@@ -16,6 +16,9 @@ from nemotron_operator.api.plan import (
 from nemotron_operator.api.spec import NemotronDeploymentSpec
 from nemotron_operator.catalog.gpus import GpuProduct
 from nemotron_operator.catalog.models import ModelEntry
+from nemotron_operator.catalog.vllm_rule_input import rules_fired
+from nemotron_operator.catalog.vllm_rules import Action, Fired
+from nemotron_operator.sizing import errors
 from nemotron_operator.sizing.cache import cdiv
 from nemotron_operator.sizing.errors import PlanningError
 from nemotron_operator.sizing.inventory import GpuInventory
@@ -37,6 +40,7 @@ class PlanResult:
     memory: LayoutMemory
     settings: EngineSettings
     alternatives: tuple[Evaluation, ...]  # the best layout on every candidate product
+    rules: tuple[Fired, ...] = ()  # the vLLM rules that fired (fixes and warnings)
 
     @property
     def allow_long_max_model_len(self) -> bool:
@@ -90,9 +94,13 @@ UNVERIFIED_PREFIX = "unverified catalog fact: "
 
 
 def notes_for(
-    model: ModelEntry, gpu: GpuProduct, memory: LayoutMemory, settings: EngineSettings
+    model: ModelEntry,
+    gpu: GpuProduct,
+    memory: LayoutMemory,
+    settings: EngineSettings,
+    rules: Sequence[Fired] = (),
 ) -> list[str]:
-    notes: list[str] = []
+    notes: list[str] = [fired.note for fired in rules]
     precision = precision_note(model, gpu)
     if precision:
         notes.append(precision)
@@ -120,7 +128,9 @@ def notes_for(
     return [n[:512] for n in notes[:MAX_NOTES]]
 
 
-def build_plan(spec: NemotronDeploymentSpec, found: Search, chosen: Evaluation) -> Plan:
+def build_plan(
+    spec: NemotronDeploymentSpec, found: Search, chosen: Evaluation, rules: Sequence[Fired] = ()
+) -> Plan:
     memory = chosen.memory
     assert memory is not None
     gpu = chosen.gpu
@@ -168,7 +178,7 @@ def build_plan(spec: NemotronDeploymentSpec, found: Search, chosen: Evaluation) 
         layers_per_group=binding.layers_per_group,
         max_num_seqs=memory.max_num_seqs,
         max_num_batched_tokens=memory.max_num_batched_tokens,
-        notes=notes_for(model, gpu, memory, settings),
+        notes=notes_for(model, gpu, memory, settings, rules),
         rejected=rejected,
         rejected_omitted=omitted,
     )
@@ -187,11 +197,38 @@ def plan_deployment(
         exc.rejected, exc.rejected_omitted = kept, omitted
         raise
     assert chosen.memory is not None
+    rules = check_vllm_rules(spec, found, chosen.memory)
     return PlanResult(
-        plan=build_plan(spec, found, chosen),
+        plan=build_plan(spec, found, chosen, rules),
         model=found.model,
         gpu=chosen.gpu,
         memory=chosen.memory,
         settings=found.settings,
         alternatives=found.best_per_product(),
+        rules=rules,
     )
+
+
+def check_vllm_rules(
+    spec: NemotronDeploymentSpec, found: Search, memory: LayoutMemory
+) -> tuple[Fired, ...]:
+    """The vLLM rules that fire on the chosen layout (``catalog.vllm_rules``); raises
+    PlanningError naming the field when one refuses the spec."""
+    fired = rules_fired(
+        spec,
+        found.model,
+        max_model_len=found.settings.max_model_len,
+        block_size=memory.block_size,
+        speculative_tokens=found.settings.speculative_tokens,
+    )
+    refused = [f for f in fired if f.action is Action.REFUSE]
+    if refused:
+        raise PlanningError(
+            errors.INCOMPATIBLE_ENGINE_SETTINGS,
+            "; ".join(
+                f"{'' if i == 0 else f.field + ': '}{f.message} (rule {f.rule.id})"
+                for i, f in enumerate(refused)
+            ),
+            field=refused[0].field,
+        )
+    return fired

@@ -17,6 +17,8 @@ GIB = 1024**3
 @dataclass(frozen=True)
 class FakeModel:
     hf_id: str = SUPER_VL
+    family: str = "Nemotron 3.5 Super VL 120B-A12B"
+    layer_pattern: str = "MEM*EMEM*E"  # hybrid: Mamba (M), MoE (E) and attention (*) layers
     vision: bool = True
     mtp_layers: int = 1
     trust_remote_code: bool = False

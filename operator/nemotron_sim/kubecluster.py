@@ -54,6 +54,7 @@ from nemotron_sim.kubelet.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, Kub
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
+from nemotron_sim.vllm.parsers import OutputFault
 
 log = logging.getLogger("nemotron_sim")
 MIRRORED = (
@@ -320,6 +321,13 @@ class KubeCluster:
         if self.kubelet is not None:
             self.kubelet.settings = dataclasses.replace(self.kubelet.settings, kv_cache_bias=bias)
         self.kubelet_settings = dataclasses.replace(self.kubelet_settings, kv_cache_bias=bias)
+
+    def set_output_faults(self, faults: frozenset[OutputFault]) -> None:
+        """Stand-in vLLMs started from now on get these output-parser faults (``reasoning-in-
+        content``, ...: nemotron_sim.vllm.parsers); an empty set makes them answer correctly."""
+        if self.kubelet is not None:
+            self.kubelet.settings = dataclasses.replace(self.kubelet.settings, output_faults=faults)
+        self.kubelet_settings = dataclasses.replace(self.kubelet_settings, output_faults=faults)
 
     def gpu_inventory(self) -> str:
         return ",".join(f"{g.product}:{g.gpus_per_node}x{g.nodes}" for g in self.groups)

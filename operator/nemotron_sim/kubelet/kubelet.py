@@ -41,8 +41,9 @@ from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.kubelet.process_runner import RunnerSettings
+from nemotron_sim.kubelet.stand_ins import stand_in_vllm
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
-from nemotron_sim.vllm.kv_cache import parse_bias
+from nemotron_sim.vllm.parsers import OutputFault
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -65,6 +66,9 @@ class KubeletSettings:
     # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
     # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
     kv_cache_bias: float = 0.0
+    # What every stand-in vLLM's output parsers get wrong (nemotron_sim.vllm.parsers); a
+    # container's NEMOTRON_SIM_VLLM_OUTPUT_FAULTS overrides it.
+    output_faults: frozenset[OutputFault] = frozenset()
 
     def runner_settings(self) -> RunnerSettings:
         return RunnerSettings(
@@ -75,7 +79,6 @@ class KubeletSettings:
         )
 
 
-KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
@@ -232,14 +235,13 @@ class Kubelet:
             argv = expanded_argv(seen, container)
             if is_vllm_serve(argv):
                 try:
-                    bias = container_env(seen, container).get(KV_CACHE_BIAS_ENV)
-                    stubs[container["name"]] = StubVllm(
+                    stubs[container["name"]] = stand_in_vllm(
                         argv,
+                        container_env(seen, container),
                         load_seconds=self.settings.load_seconds,
                         gpu_product=gpu_product,
-                        kv_cache_bias=self.settings.kv_cache_bias
-                        if bias is None
-                        else parse_bias(KV_CACHE_BIAS_ENV, bias),
+                        kv_cache_bias=self.settings.kv_cache_bias,
+                        output_faults=self.settings.output_faults,
                     )
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error

@@ -6,8 +6,11 @@ runs unchanged. Stand-in-only options (never passed to the flag table):
   --sim-step-seconds S   simulated time of one decode step (default: engine.Timing)
   --sim-kv-cache-bias B  allocate B more (+) or less (-) KV cache than the stand-in's own
                          accounting, e.g. -0.10 (default 0); published in vllm:cache_config_info
+  --sim-output-faults F  what the output parsers get wrong, a comma list of reasoning-in-content,
+                         content-null, tool-call-unparsed, invalid-json (nemotron_sim.vllm.parsers)
 The same can be set through NEMOTRON_SIM_VLLM_LOAD_SECONDS / NEMOTRON_SIM_VLLM_STEP_SECONDS /
-NEMOTRON_SIM_VLLM_KV_CACHE_BIAS, for images whose command line the operator owns.
+NEMOTRON_SIM_VLLM_KV_CACHE_BIAS / NEMOTRON_SIM_VLLM_OUTPUT_FAULTS, for images whose command line
+the operator owns.
 NEMOTRON_SIM_VLLM_GPU_PRODUCT names the GPU it "profiles" (a GFD product such as NVIDIA-H200; the
 simulated kubelet passes the node's). Exit status 2 on a refused command line, as
 argparse exits.
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 from nemotron_sim.vllm.args import StubVllmArgumentError
 from nemotron_sim.vllm.engine import Timing
 from nemotron_sim.vllm.kv_cache import parse_bias
+from nemotron_sim.vllm.parsers import OutputFault, parse_faults
 from nemotron_sim.vllm.server import SIMULATION_NOTE, VLLM_VERSION, StubVllm
 
 _SIM_OPTIONS = {
@@ -32,6 +36,8 @@ _SIM_OPTIONS = {
     "--sim-kv-cache-bias": "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS",
 }
 GPU_PRODUCT_ENV = "NEMOTRON_SIM_VLLM_GPU_PRODUCT"
+OUTPUT_FAULTS_OPTION = "--sim-output-faults"
+OUTPUT_FAULTS_ENV = "NEMOTRON_SIM_VLLM_OUTPUT_FAULTS"
 # vLLM listens on every interface by default; in a pod that is what the Service needs.
 _ALL_INTERFACES = "0.0.0.0"  # noqa: S104
 
@@ -42,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{VLLM_VERSION} ({SIMULATION_NOTE})")  # noqa: T201 - the CLI's answer
         return 0
     try:
+        args, faults = _output_faults(args)
         vllm_args, sim = _split_sim_options(args)
         stub = StubVllm(
             ["vllm", *vllm_args],
@@ -51,12 +58,37 @@ def main(argv: Sequence[str] | None = None) -> int:
             else None,
             gpu_product=os.environ.get(GPU_PRODUCT_ENV) or None,
             kv_cache_bias=sim.get("--sim-kv-cache-bias", 0.0),
+            output_faults=faults,
         )
     except StubVllmArgumentError as error:
         print(error, file=sys.stderr)  # noqa: T201 - argparse prints its errors the same way
         return 2
     asyncio.run(_serve(stub))
     return 0
+
+
+def _output_faults(args: Sequence[str]) -> tuple[list[str], frozenset[OutputFault]]:
+    """Take ``--sim-output-faults F`` (or ``=F``) out of the arguments; the environment's value
+    when the option is absent."""
+    text = os.environ.get(OUTPUT_FAULTS_ENV, "")
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        option, equals, inline = args[index].partition("=")
+        if option != OUTPUT_FAULTS_OPTION:
+            rest.append(args[index])
+        elif equals:
+            text = inline
+        elif index + 1 < len(args):
+            index += 1
+            text = args[index]
+        else:
+            raise StubVllmArgumentError(f"argument {option}: expected one argument")
+        index += 1
+    try:
+        return rest, parse_faults(text)
+    except ValueError as error:
+        raise StubVllmArgumentError(f"argument {OUTPUT_FAULTS_OPTION}: {error}") from None
 
 
 def _split_sim_options(args: Sequence[str]) -> tuple[list[str], dict[str, float]]:

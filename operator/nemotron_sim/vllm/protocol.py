@@ -11,10 +11,11 @@ import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nemotron_sim.vllm.args import ServeConfig
+from nemotron_sim.vllm.parsers import Features, first_tool
 from nemotron_sim.vllm.text import (
     CHAT_TOKENS_FOR_REPLY_PRIMER,
     CHAT_TOKENS_PER_MESSAGE,
@@ -63,6 +64,7 @@ class ParsedRequest:
     ignore_eos: bool
     with_reasoning: bool
     seed: int | None
+    features: Features = field(default_factory=Features)
 
 
 def parse_chat(body: Any, config: ServeConfig) -> ParsedRequest:
@@ -79,13 +81,80 @@ def parse_chat(body: Any, config: ServeConfig) -> ParsedRequest:
     max_tokens = _optional_int(request, "max_completion_tokens")
     if max_tokens is None:
         max_tokens = _optional_int(request, "max_tokens")
-    return _finish(
+    features = chat_features(request, config)
+    parsed = _finish(
         request,
         config,
         prompts=(json.dumps(messages, sort_keys=True),),
         prompt_tokens=prompt_tokens,
         max_tokens=max_tokens,
         with_reasoning=_thinking_enabled(request, config),
+    )
+    return replace(parsed, features=features)
+
+
+def tool_parser_enabled(config: ServeConfig) -> bool:
+    """``--enable-auto-tool-choice`` with a ``--tool-call-parser``."""
+    options = config.options
+    return bool(options.get("--enable-auto-tool-choice")) and bool(
+        options.get("--tool-call-parser")
+    )
+
+
+def chat_features(request: Mapping[str, Any], config: ServeConfig) -> Features:
+    """``tools``/``tool_choice`` and ``response_format``, checked as vLLM checks them."""
+    tools = request.get("tools")
+    if tools is not None and (
+        not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)
+    ):
+        raise ApiError(400, "'tools' must be a list of tool objects", param="tools")
+    choice = request.get("tool_choice")
+    if choice is not None and not tools:
+        raise ApiError(400, "When using `tool_choice`, `tools` must be set.", param="tool_choice")
+    if choice is None:
+        choice = "auto" if tools else "none"
+    named = None
+    if isinstance(choice, dict):
+        named = str((choice.get("function") or {}).get("name") or "")
+        if first_tool(tools or [], named) is None:
+            raise ApiError(
+                400, f"Tool '{named}' has not been passed in `tools`.", param="tool_choice"
+            )
+    elif choice not in ("none", "auto", "required"):
+        raise ApiError(400, f"Invalid tool_choice: {choice!r}", param="tool_choice")
+    if choice == "auto" and not tool_parser_enabled(config):
+        raise ApiError(
+            400,
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to '
+            "be set",
+            param="tool_choice",
+        )
+    call = None if choice == "none" else first_tool(tools or [], named)
+    return Features(
+        tool_call=call,
+        named_tool_choice=named is not None or choice == "required",
+        schema=_response_schema(request.get("response_format")),
+    )
+
+
+def _response_schema(response_format: Any) -> Mapping[str, Any] | None:
+    if response_format is None:
+        return None
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if isinstance(schema, dict):
+            return schema
+    raise ApiError(
+        400,
+        "'response_format' must be {type: text}, {type: json_object} or "
+        "{type: json_schema, json_schema: {name, schema}}",
+        param="response_format",
     )
 
 

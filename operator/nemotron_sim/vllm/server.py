@@ -18,18 +18,19 @@ from aiohttp import web
 
 from nemotron_sim.vllm import kv_cache
 from nemotron_sim.vllm.args import ServeConfig, parse_serve_argv
-from nemotron_sim.vllm.engine import Delta, Engine, GenerationRequest, Timing
+from nemotron_sim.vllm.engine import Engine, GenerationRequest, Timing
 from nemotron_sim.vllm.metrics import VllmMetrics
+from nemotron_sim.vllm.parsers import OutputFault, pieces_of
 from nemotron_sim.vllm.protocol import (
     ApiError,
     ParsedRequest,
     model_list,
-    new_id,
     now,
     parse_chat,
     parse_completion,
-    usage,
+    tool_parser_enabled,
 )
+from nemotron_sim.vllm.responses import ResponseShape
 from nemotron_sim.vllm.text import plan_output
 
 VLLM_VERSION = "0.31.0"
@@ -55,8 +56,11 @@ class StubVllm:
         kv_capacity_tokens: int | None = None,
         gpu_product: str | None = None,
         kv_cache_bias: float = 0.0,
+        output_faults: frozenset[OutputFault] = frozenset(),
     ) -> None:
         self.config: ServeConfig = parse_serve_argv(argv)
+        # What the output parsers get wrong (nemotron_sim.vllm.parsers); a test may change it.
+        self.output_faults = output_faults
         # What this "vLLM" allocates on the node's GPU (vllm:cache_config_info); the bias makes
         # it get more (+) or less (-) than its own accounting, for the operator's plan check.
         self.cache_allocation = kv_cache.allocate(
@@ -205,6 +209,7 @@ class StubVllm:
     async def _generate(
         self, request: web.Request, parsed: ParsedRequest, *, chat: bool
     ) -> web.StreamResponse:
+        answer = parsed.features.answer(self.output_faults) if chat else None
         outputs = [
             plan_output(
                 f"{self.served_model_name}\x00{prompt}",
@@ -212,6 +217,7 @@ class StubVllm:
                 max_tokens=parsed.max_tokens,
                 with_reasoning=parsed.with_reasoning,
                 ignore_eos=parsed.ignore_eos,
+                answer=None if answer is None else pieces_of(answer),
             )
             for prompt in parsed.prompts
             for index in range(parsed.n)
@@ -222,7 +228,13 @@ class StubVllm:
             max_tokens=parsed.max_tokens,
             seed="\x00".join(parsed.prompts),
         )
-        shape = _ResponseShape(chat, self.served_model_name, parsed)
+        shape = ResponseShape(
+            chat,
+            self.served_model_name,
+            parsed,
+            tool_parser=tool_parser_enabled(self.config),
+            faults=self.output_faults,
+        )
         if parsed.stream:
             return await self._stream(request, generation, shape)
         texts: dict[int, list[str]] = {i: ["", ""] for i in range(len(outputs))}
@@ -234,7 +246,7 @@ class StubVllm:
         return web.json_response(shape.full(outputs, texts))
 
     async def _stream(
-        self, request: web.Request, generation: GenerationRequest, shape: _ResponseShape
+        self, request: web.Request, generation: GenerationRequest, shape: ResponseShape
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
@@ -255,82 +267,6 @@ class StubVllm:
         except ConnectionResetError:
             pass  # the client went away; the engine context has counted the abort
         return response
-
-
-class _ResponseShape:
-    """Builds vLLM's chat and text completion bodies and stream chunks for one request."""
-
-    def __init__(self, chat: bool, model: str, parsed: ParsedRequest) -> None:
-        self.chat = chat
-        self.parsed = parsed
-        self._model = model
-        self._id = new_id("chatcmpl" if chat else "cmpl")
-        self._created = now()
-
-    def _envelope(self, object_name: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "id": self._id,
-            "object": object_name,
-            "created": self._created,
-            "model": self._model,
-            "choices": choices,
-        }
-
-    def full(self, outputs: Sequence[Any], texts: dict[int, list[str]]) -> dict[str, Any]:
-        choices = []
-        for index, planned in enumerate(outputs):
-            reasoning, content = texts[index]
-            choice: dict[str, Any] = {"index": index}
-            if self.chat:
-                # vLLM's ChatMessage serialises every field, null or not.
-                choice["message"] = {
-                    "role": "assistant",
-                    "content": content if content or not reasoning else None,
-                    "refusal": None,
-                    "annotations": None,
-                    "audio": None,
-                    "function_call": None,
-                    "tool_calls": [],
-                    "reasoning": reasoning or None,
-                }
-            else:
-                choice["text"] = content
-            choice.update(logprobs=None, finish_reason=planned.finish_reason, stop_reason=None)
-            choices.append(choice)
-        generated = sum(planned.num_tokens for planned in outputs)
-        body = self._envelope("chat.completion" if self.chat else "text_completion", choices)
-        body["usage"] = usage(self.parsed.prompt_tokens, generated)
-        return body
-
-    def role_chunk(self, index: int, completion_tokens: int) -> dict[str, Any]:
-        choice = {"index": index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                  "finish_reason": None}  # fmt: skip
-        return self._chunk(choice, completion_tokens)
-
-    def delta_chunk(self, delta: Delta, completion_tokens: int) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": delta.index}
-        if self.chat:
-            fields = {"reasoning": delta.reasoning, "content": delta.content}
-            choice["delta"] = {key: text for key, text in fields.items() if text}
-        else:
-            choice["text"] = delta.content
-        choice.update(logprobs=None, finish_reason=delta.finish_reason, stop_reason=None)
-        return self._chunk(choice, completion_tokens)
-
-    def usage_chunk(self, completion_tokens: int) -> dict[str, Any]:
-        body = self._envelope(self._chunk_object, [])
-        body["usage"] = usage(self.parsed.prompt_tokens, completion_tokens)
-        return body
-
-    @property
-    def _chunk_object(self) -> str:
-        return "chat.completion.chunk" if self.chat else "text_completion"
-
-    def _chunk(self, choice: dict[str, Any], completion_tokens: int) -> dict[str, Any]:
-        body = self._envelope(self._chunk_object, [choice])
-        if self.parsed.include_usage and self.parsed.continuous_usage:
-            body["usage"] = usage(self.parsed.prompt_tokens, completion_tokens)
-        return body
 
 
 async def _send(response: web.StreamResponse, chunk: dict[str, Any]) -> None:

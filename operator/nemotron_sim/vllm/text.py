@@ -69,25 +69,32 @@ class PlannedOutput:
 
 
 def plan_output(
-    seed_text: str, *, index: int, max_tokens: int, with_reasoning: bool, ignore_eos: bool
+    seed_text: str,
+    *,
+    index: int,
+    max_tokens: int,
+    with_reasoning: bool,
+    ignore_eos: bool,
+    answer: tuple[str, ...] | None = None,
 ) -> PlannedOutput:
     """Deterministic output for a prompt: the same request always gets the same text.
 
     `index` separates the choices of one request (`n` > 1). The budget `max_tokens` is spent on
     reasoning first, as a reasoning model's would be; `ignore_eos` makes the output exactly
-    `max_tokens` long, as vLLM's `ignore_eos` does for benchmarks.
+    `max_tokens` long, as vLLM's `ignore_eos` does for benchmarks. `answer` (one-token pieces)
+    replaces the filler content: a tool call or a JSON answer the request asked for.
     """
     digest = hashlib.sha256(f"{index}\x00{seed_text}".encode()).digest()
     rng = random.Random(digest)  # noqa: S311 - deterministic filler text, not security
     reasoning_len = rng.randint(*_NATURAL_REASONING_TOKENS) if with_reasoning else 0
-    content_len = rng.randint(*_NATURAL_CONTENT_TOKENS)
-    if ignore_eos:
+    content_len = rng.randint(*_NATURAL_CONTENT_TOKENS) if answer is None else len(answer)
+    if ignore_eos and answer is None:
         content_len = max(0, max_tokens - reasoning_len)
     reasoning_len = min(reasoning_len, max_tokens)
     finish_reason = "length" if ignore_eos or reasoning_len + content_len > max_tokens else "stop"
     content_len = min(content_len, max_tokens - reasoning_len)
     reasoning = _pieces(rng, _REASONING_VOCABULARY, reasoning_len)
-    content = _pieces(rng, _VOCABULARY, content_len)
+    content = _pieces(rng, _VOCABULARY, content_len) if answer is None else answer[:content_len]
     return PlannedOutput(reasoning=reasoning, content=content, finish_reason=finish_reason)
 
 

@@ -1,0 +1,42 @@
+"""The stand-in vLLM a pod's ``vllm serve`` container becomes, with the simulation knobs its
+environment may set (they override the kubelet's settings for that container)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
+from nemotron_sim.vllm.kv_cache import parse_bias
+from nemotron_sim.vllm.parsers import OutputFault, parse_faults
+
+KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
+OUTPUT_FAULTS_ENV = "NEMOTRON_SIM_VLLM_OUTPUT_FAULTS"
+
+
+def stand_in_vllm(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    load_seconds: float,
+    gpu_product: str | None,
+    kv_cache_bias: float,
+    output_faults: frozenset[OutputFault],
+) -> StubVllm:
+    """Raises StubVllmArgumentError when real vLLM would refuse the command line (or a knob in
+    the environment is malformed): the container then crash-loops."""
+    bias = env.get(KV_CACHE_BIAS_ENV)
+    faults = env.get(OUTPUT_FAULTS_ENV)
+    return StubVllm(
+        argv,
+        load_seconds=load_seconds,
+        gpu_product=gpu_product,
+        kv_cache_bias=kv_cache_bias if bias is None else parse_bias(KV_CACHE_BIAS_ENV, bias),
+        output_faults=output_faults if faults is None else _faults(faults),
+    )
+
+
+def _faults(text: str) -> frozenset[OutputFault]:
+    try:
+        return parse_faults(text)
+    except ValueError as error:
+        raise StubVllmArgumentError(f"{OUTPUT_FAULTS_ENV}: {error}") from None

@@ -115,7 +115,7 @@ class _RunningPod:
     pool: AddressPool | None = None  # where pod_ip came from
     task: asyncio.Task[None] | None = None
     stubs: list[StubVllm] = field(default_factory=list)
-    model: PodModel | None = None  # what it last reported
+    model: PodModel | None = None  # its status model, once the pod runs
 
 
 class Kubelet:
@@ -180,13 +180,16 @@ class Kubelet:
                         preconditions={"uid": uid},
                     )  # fmt: skip
             return
-        known = self._pods.get(uid)
-        if known is not None and known.model is not None and known.model.ready_overwritten(pod):
-            # Another writer changed Ready (kube-controller-manager marks a node's pods NotReady
-            # when its Lease lapses): report again what the containers say, as a kubelet's
-            # status manager does when the server's status differs from its own.
-            self._write(known, known.model)
-            return
+        running = self._pods.get(uid)
+        if running is not None and running.model is not None:
+            # A readiness gate's condition changed (Ready is recomputed), or another writer
+            # changed Ready (kube-controller-manager marks a node's pods NotReady when its Lease
+            # lapses): report again, as a kubelet's status manager does when the server's status
+            # differs from its own.
+            gates_changed = running.model.observe_gates(pod)
+            if gates_changed or running.model.ready_overwritten(pod):
+                self._write(running, running.model)
+                return
         if node in self._node_ips and uid not in self._pods:
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 return
@@ -246,6 +249,7 @@ class Kubelet:
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
         model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())
+        running.model = model
         try:
             await self._lifecycle(running, seen, model, stubs)
             await asyncio.Event().wait()  # the containers run until the pod is deleted

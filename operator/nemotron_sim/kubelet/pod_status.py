@@ -115,6 +115,10 @@ class PodModel:
     containers: list[ContainerState]
     phase: str = "Pending"
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # spec.readinessGates' condition types, and those conditions as last read from the API
+    # (others set them; the kubelet repeats them, as a merge patch replaces the whole list).
+    readiness_gates: tuple[str, ...] = ()
+    gate_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def for_pod(cls, pod: Mapping[str, Any], host_ip: str, pod_ip: str, now: str) -> PodModel:
@@ -133,6 +137,28 @@ class PodModel:
             qos_class=qos_class(pod),
             init_containers=states("initContainers"),
             containers=states("containers"),
+            readiness_gates=tuple(
+                str(g.get("conditionType")) for g in spec.get("readinessGates") or []
+            ),
+        )
+
+    def observe_gates(self, pod: Mapping[str, Any]) -> bool:
+        """Take the readiness-gate conditions from the pod as the API has it; True when they
+        changed (the kubelet then writes the status again, with Ready recomputed)."""
+        current = {
+            str(c.get("type")): dict(c)
+            for c in (pod.get("status") or {}).get("conditions") or []
+            if c.get("type") in self.readiness_gates
+        }
+        if current == self.gate_conditions:
+            return False
+        self.gate_conditions = current
+        return True
+
+    def _gates_pass(self) -> bool:
+        return all(
+            self.gate_conditions.get(gate, {}).get("status") == "True"
+            for gate in self.readiness_gates
         )
 
     def set_condition(self, kind: str, status: bool, now: str) -> None:
@@ -156,11 +182,15 @@ class PodModel:
         self.set_condition("PodReadyToStartContainers", True, now)
         self.set_condition("Initialized", initialized, now)
         self.set_condition("ContainersReady", ready, now)
-        self.set_condition("Ready", ready, now)
+        # As the kubelet: Ready needs the containers and every readiness gate's condition True.
+        self.set_condition("Ready", ready and self._gates_pass(), now)
         conditions = [
             {"type": kind, "status": value, "lastTransitionTime": since}
             for kind in _CONDITION_ORDER
             for value, since in [self.transitions[kind]]
+        ]
+        conditions += [
+            self.gate_conditions[g] for g in self.readiness_gates if g in self.gate_conditions
         ]
         status: dict[str, Any] = {
             "phase": self.phase,

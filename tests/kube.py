@@ -289,6 +289,7 @@ class KubeHandle:
                 for node in list(cluster.nodes.stopped):
                     cluster.nodes.resume_heartbeat(node)
             cluster.set_kv_cache_bias(0.0)
+            cluster.set_output_faults(frozenset())
 
         self.call(simulated_parts)
         baseline = self.baseline

@@ -94,6 +94,10 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
+# The readiness gate of the behavioural check: one condition in a serving pod's status.
+- apiGroups: [""]
+  resources: ["pods/status"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

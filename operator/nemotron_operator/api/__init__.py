@@ -44,7 +44,7 @@ from nemotron_operator.api.resource import (
     NemotronDeployment,
     ObjectMeta,
 )
-from nemotron_operator.api.spec import NemotronDeploymentSpec
+from nemotron_operator.api.spec import NemotronDeploymentSpec, VerificationSpec
 from nemotron_operator.api.status import (
     Condition,
     NemotronDeploymentStatus,
@@ -100,4 +100,5 @@ __all__ = [
     "StorageSpec",
     "Throughput",
     "Toleration",
+    "VerificationSpec",
 ]

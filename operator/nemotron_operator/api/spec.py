@@ -20,6 +20,18 @@ from nemotron_operator.api.model import ModelSpec
 MAX_REPLICAS = 64
 
 
+class VerificationSpec(ApiModel):
+    """The behavioural check before a serving pod takes traffic (docs/controller.md)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Send each serving pod a few small requests (a chat completion, and the "
+        "reasoning split, a tool call and JSON output it promises) when vLLM reports ready, and "
+        "admit it to traffic (a pod readiness gate) only when they pass. false: pods take "
+        "traffic as soon as vLLM reports ready.",
+    )
+
+
 class NemotronDeploymentSpec(ApiModel):
     """Desired state: which model, how vLLM runs, how much capacity, where."""
 
@@ -87,4 +99,8 @@ class NemotronDeploymentSpec(ApiModel):
         default_factory=GatewaySpec,
         description="Gateway API Inference Extension: an InferencePool, its endpoint picker and "
         "optionally an HTTPRoute.",
+    )
+    verification: VerificationSpec = Field(
+        default_factory=VerificationSpec,
+        description="The behavioural check of each serving pod before it takes traffic.",
     )

@@ -19,6 +19,7 @@ ConditionType = Literal[
     "Degraded",
     "PlanAccurate",
     "InferenceGateway",
+    "Verified",
 ]
 CamelReason = Annotated[
     str,

@@ -20,10 +20,13 @@ _WARNING = {
     ("CapacityAvailable", "False"),
     ("Degraded", "True"),
     ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
+    ("Verified", "False"),  # a serving pod failed the behavioural check: it takes no traffic
 }
 
 # Ready=False for these reasons is progress, not trouble: a Normal Event.
-_PROGRESS = frozenset({"LoadingModel", "WaitingForPods", "RolloutInProgress", "NotPlanned"})
+_PROGRESS = frozenset(
+    {"LoadingModel", "Verifying", "WaitingForPods", "RolloutInProgress", "NotPlanned"}
+)
 
 
 def event_type(condition: Condition) -> str:

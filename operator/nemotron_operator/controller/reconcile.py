@@ -31,6 +31,7 @@ from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.unchanged import Fingerprint, LastInputs
+from nemotron_operator.controller.verification import Verifier
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
@@ -108,6 +109,7 @@ class Reconciler:
         cache: children.Cache,
         scraper: Scraper,
         autoscaler: Autoscaler,
+        verifier: Verifier | None = None,
     ) -> None:
         self.kube = kube
         self.config = config
@@ -115,6 +117,8 @@ class Reconciler:
         self.cache = cache  # the watch cache: children and pods without a request
         self.scraper = scraper
         self.autoscaler = autoscaler
+        # The behavioural check before a pod takes traffic (its readiness gate).
+        self.verifier = verifier or Verifier(kube, scraper.metrics)
         self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
         self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
         self.last_inputs = LastInputs()
@@ -134,6 +138,7 @@ class Reconciler:
         raw = await self._deployment(namespace, name)
         if raw is None:
             self.last_inputs.forget(key)
+            self.verifier.forget(key)
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             self.last_inputs.forget(key)
@@ -171,7 +176,11 @@ class Reconciler:
             if versions is None:
                 return None
             parts.append(versions)
-        parts += [self.scraper.revision(key), self.autoscaler.problem(key)]
+        parts += [
+            self.scraper.revision(key),
+            self.autoscaler.problem(key),
+            self.verifier.due(key),  # a failed pod whose back-off has passed is checked again
+        ]
         return tuple(parts)
 
     async def _read(self, raw: dict[str, Any]) -> _Read:
@@ -335,6 +344,7 @@ class Reconciler:
             ),
         )
         accurate = scraped.plan_accurate
+        verified = await self.verifier.seen(read.key, deployment, read.planned, pods)
         return StatusInputs(
             generation=raw["metadata"].get("generation"),
             replicas=plan.replicas if plan is not None else spec_replicas,
@@ -353,6 +363,7 @@ class Reconciler:
             if accurate is None
             else (accurate.status, accurate.reason, accurate.message),
             autoscale_capacity_problem=autoscale_problem,
+            verified=verified,
         )
 
     async def _write_status(

@@ -26,6 +26,7 @@ FIELD_MANAGER = "nemotron-operator"
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
 
 
 class KubeClient:
@@ -219,9 +220,10 @@ class KubeClient:
         *,
         subresource: str = "",
         json_patch: bool = False,
+        strategic: bool = False,
     ) -> Any:
         url = resource.object_url(namespace, name, subresource)
-        content_type = JSON_PATCH if json_patch else MERGE
+        content_type = JSON_PATCH if json_patch else STRATEGIC if strategic else MERGE
         return await self._request("PATCH", url, body=body, content_type=content_type)
 
     async def create(self, resource: Resource, namespace: str | None, obj: dict[str, Any]) -> Any:

@@ -8,6 +8,7 @@ request body or calls a write verb of :class:`KubeClient` (a unit test checks th
 | :func:`patch_status` | merge patch of ``/status`` with the version read (409 when stale) |
 | :func:`set_finalizers` | JSON patch of ``metadata.finalizers``, ``test`` of the version |
 | :func:`scale` | merge patch of the ``/scale`` subresource (the autoscaler, as an HPA would) |
+| :func:`set_pod_condition` | strategic merge patch of one condition in a pod's ``/status`` |
 | :func:`post_event` | POST of a core/v1 Event about a NemotronDeployment |
 | :func:`write_lease` / :func:`release_lease` | create or PUT of the single-replica Lease |
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from nemotron_operator.kube.client import KubeClient
 from nemotron_operator.kube.errors import ApiError
-from nemotron_operator.kube.resources import EVENTS, LEASES, NEMOTRON_DEPLOYMENTS, Resource
+from nemotron_operator.kube.resources import EVENTS, LEASES, NEMOTRON_DEPLOYMENTS, PODS, Resource
 from nemotron_operator.kube.timestamps import format_micro_time, format_time
 
 COMPONENT = "nemotron-operator"  # an Event's source and reporting component
@@ -98,6 +99,31 @@ async def scale(kube: KubeClient, namespace: str, name: str, replicas: int) -> N
     """Set ``spec.replicas`` of a NemotronDeployment through its scale subresource."""
     body = {"spec": {"replicas": replicas}}
     await kube.patch(NEMOTRON_DEPLOYMENTS, namespace, name, body, subresource="scale")
+
+
+async def set_pod_condition(
+    kube: KubeClient,
+    pod: Mapping[str, Any],
+    condition: Mapping[str, str],
+    *,
+    now: datetime,
+) -> None:
+    """Set one condition in a pod's status (a readiness gate's: the kubelet then recomputes
+    Ready). A strategic merge patch merges ``conditions`` by ``type``, so the kubelet's own
+    conditions stay as they are; the patch names the pod's uid, so a pod replaced under the same
+    name is not touched (409). ``condition``: type, status, reason, message."""
+    metadata = pod["metadata"]
+    body = {
+        "metadata": {"uid": metadata["uid"]},
+        "status": {
+            "conditions": [
+                {**condition, "lastProbeTime": None, "lastTransitionTime": format_time(now)}
+            ]
+        },
+    }
+    await kube.patch(
+        PODS, metadata["namespace"], metadata["name"], body, subresource="status", strategic=True
+    )
 
 
 async def post_event(

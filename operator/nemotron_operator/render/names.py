@@ -25,6 +25,9 @@ PART_OF_LABEL = "app.kubernetes.io/part-of"
 ROLE = f"{DOMAIN}/role"  # leader: runs the API server; worker: a headless rank of a replica
 REPLICA = f"{DOMAIN}/replica"  # index of a multi-node replica
 
+# The pod readiness gate the operator sets once a pod passed the behavioural check.
+VERIFIED_CONDITION = f"{DOMAIN}/verified"
+
 CONFIG_HASH = f"{DOMAIN}/config-hash"
 PLAN = f"{DOMAIN}/plan"
 MODEL = f"{DOMAIN}/model"

@@ -236,6 +236,10 @@ def build_pod_template(
         ),
         "tolerations": _tolerations(deployment),
     }
+    if spec.verification.enabled:
+        # The pod takes traffic (Ready, in the Service's endpoints) only once the operator set
+        # this condition: after the behavioural check (controller/verification.py).
+        pod["readinessGates"] = [{"conditionType": n.VERIFIED_CONDITION}]
     if download is not None:
         pod["initContainers"] = [download]
     pod["containers"] = [

@@ -56,6 +56,7 @@ class StatusInputs:
     # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
+    verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -163,6 +164,8 @@ def compute_status(
         conditions.append(cond("PlanAccurate", *inputs.plan_accurate))
     if inputs.gateway is not None and inputs.plan is not None:
         conditions.append(cond(GATEWAY_CONDITION, *inputs.gateway))
+    if inputs.verified is not None and inputs.plan is not None:
+        conditions.append(cond("Verified", *inputs.verified))
     computed = {c.type for c in conditions}
     dropped = computed if inputs.gateway is not None else {*computed, GATEWAY_CONDITION}
     keep_others = [c for c in before if c.type not in dropped]

@@ -16,6 +16,7 @@ ORDER: tuple[str, ...] = (
     "Degraded",
     "PlanAccurate",
     "InferenceGateway",
+    "Verified",
 )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.render import names as n
+from nemotron_operator.status import verification
 
 SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a password)
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
@@ -20,18 +21,24 @@ CRASH_LOOP = "CrashLoop"
 INVALID_POD_CONFIG = "InvalidPodConfig"
 UNSCHEDULABLE = "Unschedulable"
 LOADING_MODEL = "LoadingModel"
+VERIFYING = "Verifying"  # vLLM is up; the behavioural check runs before it takes traffic
+VERIFICATION_FAILED = "VerificationFailed"
 ROLLOUT_IN_PROGRESS = "RolloutInProgress"
 WAITING_FOR_PODS = "WaitingForPods"
 
 # Blockers that need a human: waiting does not help.
-STUCK = frozenset({SECRET_NOT_FOUND, IMAGE_PULL_BACK_OFF, CRASH_LOOP, INVALID_POD_CONFIG})
+STUCK = frozenset(
+    {SECRET_NOT_FOUND, IMAGE_PULL_BACK_OFF, CRASH_LOOP, INVALID_POD_CONFIG, VERIFICATION_FAILED}
+)
 _ORDER = (
     SECRET_NOT_FOUND,
     IMAGE_PULL_BACK_OFF,
     CRASH_LOOP,
     INVALID_POD_CONFIG,
+    VERIFICATION_FAILED,
     UNSCHEDULABLE,
     LOADING_MODEL,
+    VERIFYING,
     ROLLOUT_IN_PROGRESS,
     WAITING_FOR_PODS,
 )
@@ -110,11 +117,31 @@ def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
                 UNSCHEDULABLE,
                 f"pod {_name(pod)} cannot be scheduled: {condition.get('message', '')}",
             )
+    gated = _gate_blocker(pod)
+    if gated is not None:
+        return gated
     if status.get("phase") == "Running" or any(
         "running" in (c.get("state") or {}) for c in status.get("initContainerStatuses") or []
     ):
         return Blocker(LOADING_MODEL, f"pod {_name(pod)} is downloading or loading the model")
     return Blocker(WAITING_FOR_PODS, f"pod {_name(pod)} is {status.get('phase') or 'Pending'}")
+
+
+def _gate_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+    """A pod whose vLLM is up but whose readiness gate (the behavioural check) holds it back."""
+    if not verification.has_gate(pod):
+        return None
+    status, reason, message = verification.gate_status(pod)
+    if (status, reason) == ("False", verification.CHECK_FAILED):
+        return Blocker(
+            VERIFICATION_FAILED,
+            f"pod {_name(pod)} failed the behavioural check and takes no traffic: {message}",
+        )
+    if verification.containers_ready(pod):
+        return Blocker(
+            VERIFYING, f"pod {_name(pod)}: vLLM is up; checking it before it takes traffic"
+        )
+    return None
 
 
 def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | None:

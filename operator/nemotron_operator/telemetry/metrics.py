@@ -171,6 +171,14 @@ class OperatorMetrics:
             ("resource",),
             registry=self.registry,
         )
+        self.verification_checks = Counter(
+            "nemotron_operator_verification_checks",
+            "Behavioural checks of serving pods before they take traffic, by check (chat, "
+            "reasoning, tool-call, json-schema; all: the whole check of a pod) and result "
+            "(passed, failed).",
+            ("namespace", "nemotrondeployment", "check", "result"),
+            registry=self.registry,
+        )
         self.scrapes = Counter(
             "nemotron_operator_pod_scrapes",
             "Scrapes of serving pods' /metrics by result (ok, error, timeout).",
@@ -317,3 +325,6 @@ class OperatorMetrics:
 
     def scrape_finished(self, result: str) -> None:
         self.scrapes.labels(result).inc()
+
+    def verification_finished(self, namespace: str, name: str, check: str, result: str) -> None:
+        self.verification_checks.labels(namespace, name, check, result).inc()

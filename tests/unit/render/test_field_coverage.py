@@ -426,6 +426,9 @@ CASES: dict[str, Case] = {
         route_parents,
         WITH_GATEWAY,
     ),
+    "spec.verification.enabled": Case(
+        {"verification": {"enabled": False}}, pod_field("readinessGates")
+    ),
 }
 for _key, _value in (
     ("key", "other"),

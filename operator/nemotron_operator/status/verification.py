@@ -1,0 +1,97 @@
+"""The behavioural check's results, as the pods carry them: each serving leader's readiness-gate
+condition (``serving.nemotron.io/verified``, set by the operator) reduced to the deployment's
+``Verified`` condition. Pure; level-based (an operator restart loses nothing: the results live in
+the pods).
+
+Gate condition reasons: ``Passed`` (the pod takes traffic), ``CheckFailed`` (its message names
+the check and a short excerpt of the answer), ``FollowingLeader`` (a worker of a multi-node
+replica, set as its leader's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nemotron_operator.render import names as n
+
+GATE = n.VERIFIED_CONDITION
+PASSED = "Passed"
+CHECK_FAILED = "CheckFailed"
+FOLLOWING_LEADER = "FollowingLeader"
+# Verified condition reasons besides PASSED and CHECK_FAILED.
+VERIFYING = "Verifying"
+WAITING_FOR_PODS = "WaitingForPods"
+CHECK_DISABLED = "CheckDisabled"
+
+
+def pod_condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == type_:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def containers_ready(pod: Mapping[str, Any]) -> bool:
+    """vLLM reports ready (its readiness probe passes): the point at which the check runs."""
+    found = pod_condition(pod, "ContainersReady")
+    return found is not None and found.get("status") == "True"
+
+
+def has_gate(pod: Mapping[str, Any]) -> bool:
+    gates = (pod.get("spec") or {}).get("readinessGates") or []
+    return any(g.get("conditionType") == GATE for g in gates)
+
+
+def role(pod: Mapping[str, Any]) -> str | None:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(n.ROLE)
+
+
+def replica(pod: Mapping[str, Any]) -> str | None:
+    return ((pod.get("metadata") or {}).get("labels") or {}).get(n.REPLICA)
+
+
+def pod_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("name", "?"))
+
+
+def gate_status(pod: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(status, reason, message) of the pod's gate condition; ("Unknown", "", "") if unset."""
+    found = pod_condition(pod, GATE)
+    if found is None:
+        return "Unknown", "", ""
+    return (
+        str(found.get("status", "Unknown")),
+        str(found.get("reason") or ""),
+        str(found.get("message") or ""),
+    )
+
+
+def leaders(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The pods that run vLLM's API server and are checked (workers follow their leader)."""
+    return [p for p in pods if has_gate(p) and role(p) != n.ROLE_WORKER]
+
+
+def verified_condition(pods: Sequence[Mapping[str, Any]], *, enabled: bool) -> tuple[str, str, str]:
+    """(status, reason, message) of the deployment's ``Verified`` condition."""
+    if not enabled:
+        return (
+            "Unknown",
+            CHECK_DISABLED,
+            "spec.verification.enabled is false: pods take traffic as soon as vLLM reports "
+            "ready, unchecked",
+        )
+    checked = leaders(pods)
+    failed = [p for p in checked if gate_status(p)[:2] == ("False", CHECK_FAILED)]
+    if failed:
+        first = failed[0]
+        more = f" ({len(failed) - 1} more pod(s) failed)" if len(failed) > 1 else ""
+        return "False", CHECK_FAILED, f"pod {pod_name(first)}: {gate_status(first)[2]}{more}"
+    waiting = [p for p in checked if gate_status(p)[0] != "True"]
+    if any(containers_ready(p) for p in waiting):
+        names = ", ".join(pod_name(p) for p in waiting if containers_ready(p))
+        return "Unknown", VERIFYING, f"checking pod(s) {names} before they take traffic"
+    passed = [p for p in checked if gate_status(p)[0] == "True"]
+    if passed and not waiting:
+        return "True", PASSED, f"{len(passed)} serving pod(s) passed the behavioural check"
+    return "Unknown", WAITING_FOR_PODS, "no serving pod has reported ready yet"

@@ -12,7 +12,7 @@ import pytest
 
 from nemotron_operator.controller.lease import LeaseGuard
 from nemotron_operator.kube import ApiError, KubeClient, writes
-from nemotron_operator.kube.resources import LEASES, NEMOTRON_DEPLOYMENTS
+from nemotron_operator.kube.resources import LEASES, NEMOTRON_DEPLOYMENTS, PODS
 from nemotron_operator.kube.timestamps import (
     format_micro_time,
     format_time,
@@ -160,3 +160,32 @@ async def test_an_expired_lease_is_taken_over() -> None:
                        duration=30.0)  # fmt: skip
     assert await guard.try_acquire()
     assert kube.stored(LEASES, "ops", "op")["spec"]["holderIdentity"] == "me"
+
+
+async def test_a_pod_condition_is_one_strategic_patch_guarded_by_the_uid() -> None:
+    kube = FakeKube()
+    kube.put(PODS, {"metadata": {"name": "nano-0", "namespace": "ai", "uid": "p1"},
+                    "status": {"conditions": [{"type": "Ready", "status": "False"}]}})  # fmt: skip
+    pod = kube.stored(PODS, "ai", "nano-0")
+    client = cast(KubeClient, kube)
+    gate = {"type": "serving.nemotron.io/verified", "status": "True", "reason": "Passed",
+            "message": "all checks passed"}  # fmt: skip
+    await writes.set_pod_condition(client, pod, gate, now=NOW)
+    [write] = kube.writes
+    assert (str(write), write.body) == (
+        "patch Pod/nano-0/status",
+        {
+            "metadata": {"uid": "p1"},
+            "status": {
+                "conditions": [
+                    {**gate, "lastProbeTime": None, "lastTransitionTime": "2026-05-01T12:00:00Z"}
+                ]
+            },
+        },
+    )
+    types = [c["type"] for c in kube.stored(PODS, "ai", "nano-0")["status"]["conditions"]]
+    assert types == ["Ready", "serving.nemotron.io/verified"]
+    replaced = {**pod, "metadata": {**pod["metadata"], "uid": "p2"}}
+    with pytest.raises(ApiError) as conflict:
+        await writes.set_pod_condition(client, replaced, gate, now=NOW)
+    assert conflict.value.status == 409

@@ -168,6 +168,7 @@ class FakeKube:
         *,
         subresource: str = "",
         json_patch: bool = False,
+        strategic: bool = False,
     ) -> Any:
         self.writes.append(Write("patch", resource, name, subresource, body))
         key = self.key(resource, namespace, name)
@@ -176,6 +177,14 @@ class FakeKube:
             raise ApiError(404, "NotFound", f"{name} not found", "PATCH", name)
         if json_patch:
             updated = self._json_patch(found, body)
+        elif strategic:  # a pod's status conditions, merged by type (the one use)
+            wanted_uid = (body.get("metadata") or {}).get("uid")
+            if wanted_uid is not None and wanted_uid != found["metadata"].get("uid"):
+                raise ApiError(409, "Conflict", "uid precondition failed", "PATCH", name)
+            status = dict(found.get("status") or {})
+            by_type = {c["type"]: c for c in status.get("conditions") or []}
+            by_type.update({c["type"]: c for c in body["status"]["conditions"]})
+            updated = {**found, "status": {**status, "conditions": list(by_type.values())}}
         elif subresource == "status":
             wanted = (body.get("metadata") or {}).get("resourceVersion")
             if wanted is not None and wanted != found["metadata"]["resourceVersion"]:

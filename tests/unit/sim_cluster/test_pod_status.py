@@ -59,3 +59,31 @@ def test_qos_class() -> None:
         "Guaranteed"
     )
     assert qos_class(pod(containers=[{"resources": {"requests": {"cpu": "1"}}}])) == "Burstable"
+
+
+def test_readiness_gates_hold_ready_until_their_condition_is_true() -> None:
+    gate = "serving.nemotron.io/verified"
+    spec = pod(
+        containers=[{"name": "vllm", "image": "v"}], readinessGates=[{"conditionType": gate}]
+    )
+    model = PodModel.for_pod(spec, "127.250.0.1", "127.100.0.7", "t0")
+    model.phase = "Running"
+    model.containers[0].run("t1")
+    model.containers[0].ready = True
+
+    def conditions(now: str) -> dict[str, str]:
+        return {c["type"]: c["status"] for c in model.render(now)["conditions"]}
+
+    assert conditions("t2")["ContainersReady"] == "True"
+    assert conditions("t2")["Ready"] == "False"
+    assert model.observe_gates({"status": {"conditions": []}}) is False
+    set_by_operator = {"type": gate, "status": "True", "reason": "Passed"}
+    seen = {"status": {"conditions": [{"type": "Ready", "status": "False"}, set_by_operator]}}
+    assert model.observe_gates(seen) is True
+    assert model.observe_gates(seen) is False  # unchanged: no status write
+    after = conditions("t3")
+    assert after["Ready"] == "True"
+    assert after[gate] == "True"  # repeated: a merge patch replaces the whole list
+    withdrawn = {"status": {"conditions": [{**set_by_operator, "status": "False"}]}}
+    assert model.observe_gates(withdrawn) is True
+    assert conditions("t4")["Ready"] == "False"

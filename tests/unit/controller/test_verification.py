@@ -1,0 +1,105 @@
+"""The Verifier against a stand-in vLLM on loopback and the in-memory API server: a failed pod
+is re-checked only after its back-off, a fixed one then passes, and a worker follows its
+leader."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, cast
+
+from nemotron_operator.api.errors import parse_deployment
+from nemotron_operator.controller.desired import Planned, plan_and_render
+from nemotron_operator.controller.verification import Verifier
+from nemotron_operator.kube import KubeClient
+from nemotron_operator.kube.resources import PODS
+from nemotron_operator.sizing import GpuInventory
+from nemotron_operator.sizing.inventory import GpuNode
+from nemotron_operator.status.verification import GATE
+from nemotron_operator.telemetry.metrics import OperatorMetrics
+from nemotron_sim.vllm import StubVllm
+from nemotron_sim.vllm.parsers import OutputFault
+from tests.unit.controller.fake_kube import FakeKube
+
+NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+HOST = f"127.{150 + os.getpid() % 50}.9.1"
+
+
+def nano() -> Any:
+    return parse_deployment(
+        {
+            "apiVersion": "serving.nemotron.io/v1alpha1",
+            "kind": "NemotronDeployment",
+            "metadata": {"name": "nano", "namespace": "ai", "uid": "nd"},
+            "spec": {"model": {"id": NANO}, "engine": {"maxModelLen": 131072}},
+        }
+    )
+
+
+def pod(kube: FakeKube, name: str, role: str, ip: str) -> dict[str, Any]:
+    return kube.put(
+        PODS,
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ai",
+                "labels": {"serving.nemotron.io/role": role, "serving.nemotron.io/replica": "0"},
+            },
+            "spec": {"readinessGates": [{"conditionType": GATE}]},
+            "status": {"podIP": ip, "conditions": [{"type": "ContainersReady", "status": "True"}]},
+        },
+    )
+
+
+def gate(kube: FakeKube, name: str) -> tuple[str, str]:
+    for c in kube.stored(PODS, "ai", name)["status"]["conditions"]:
+        if c["type"] == GATE:
+            return c["status"], c["reason"]
+    return "Unknown", ""
+
+
+async def test_back_off_then_pass_and_the_worker_follows() -> None:
+    deployment = nano()
+    inventory = GpuInventory(
+        nodes=(GpuNode("gpu-0", "NVIDIA-H200", 8, 8, memory_mib=None, compute_capability=None),)
+    )
+    planned = plan_and_render(deployment, inventory, allow_remote_code=False)
+    assert isinstance(planned, Planned)
+    [sts] = [o for o in planned.desired if o["kind"] == "StatefulSet"]
+    argv = sts["spec"]["template"]["spec"]["containers"][0]
+    stub = StubVllm([*argv["command"], *argv["args"]],
+                    output_faults=frozenset({OutputFault.TOOL_CALL_UNPARSED}))  # fmt: skip
+    await stub.start(HOST, 0)
+    now = [0.0]
+    kube = FakeKube()
+    verifier = Verifier(cast(KubeClient, kube), OperatorMetrics(), port=stub.port or 0,
+                        clock=lambda: now[0])  # fmt: skip
+    key = ("ai", "nano")
+
+    async def reconcile() -> tuple[str, str, str] | None:
+        pods = [kube.stored(PODS, "ai", n) for n in ("nano-0", "nano-0-w-1")]
+        found = await verifier.seen(key, deployment, planned, pods)
+        await asyncio.gather(*verifier._running.values())
+        return found
+
+    try:
+        pod(kube, "nano-0", "leader", HOST)
+        pod(kube, "nano-0-w-1", "worker", "127.0.0.2")
+        assert (await reconcile())[1] == "Verifying"  # type: ignore[index]
+        assert gate(kube, "nano-0") == ("False", "CheckFailed")
+        status, reason, message = await reconcile()  # type: ignore[misc]
+        assert (status, reason) == ("False", "CheckFailed")
+        assert message.startswith("pod nano-0: check tool-call failed: the tool call was not ")
+        assert gate(kube, "nano-0-w-1") == ("Unknown", "")  # the worker waits for its leader
+        checks = len([w for w in kube.writes if w.subresource == "status"])
+        now[0] = 29.0  # inside the 30 s back-off: no new check, no write
+        await reconcile()
+        assert len([w for w in kube.writes if w.subresource == "status"]) == checks
+        stub.output_faults = frozenset()
+        now[0] = 31.0
+        await reconcile()
+        assert gate(kube, "nano-0") == ("True", "Passed")
+        assert (await reconcile())[:2] == ("True", "Passed")  # type: ignore[index]
+        assert gate(kube, "nano-0-w-1") == ("True", "FollowingLeader")
+    finally:
+        await stub.stop()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from nemotron_operator.api.errors import parse_deployment
 from nemotron_operator.catalog import vllm_flags
@@ -23,6 +24,7 @@ from nemotron_operator.catalog.vllm_rules import (
     evaluate,
     image_version,
 )
+from nemotron_operator.cli import main as cli_main
 from nemotron_operator.render import RenderError, render_all
 from nemotron_operator.sizing import PlanningError, plan_deployment
 from nemotron_sim.vllm import parse_serve_argv
@@ -321,3 +323,31 @@ def test_docs_list_every_rule_and_every_dropped_case() -> None:
     assert missing == []
     sources = {s for r in RULES for s in re.findall(r"[\w.-]+/[\w.-]+#\d+", r.source)}
     assert sorted(s for s in sources if s not in text) == []
+
+
+def write_deployment(path: Path, name: str, spec: dict[str, Any]) -> Path:
+    obj = {
+        "apiVersion": "serving.nemotron.io/v1alpha1",
+        "kind": "NemotronDeployment",
+        "metadata": {"name": name, "namespace": "ai"},
+        "spec": spec,
+    }
+    path.write_text(yaml.safe_dump(obj), encoding="utf-8")
+    return path
+
+
+def test_plan_and_render_show_the_rules_that_fired(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_deployment(tmp_path / "super.yaml", "s", CASES[2][1])
+    assert cli_main(["plan", "-f", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert cli_main(["render", "-f", str(path)]) == 0
+    header = capsys.readouterr().out
+    for rule_id, action, _, message in CASES[2][2]:
+        line = f"vLLM rule {rule_id} ({'fixed' if action == 'fix' else 'warning'}): {message}"
+        assert f"  - {line}" in table
+        assert f"# Note: {line}" in header
+    refused = write_deployment(tmp_path / "ultra.yaml", "u", REFUSED[0][1])
+    assert cli_main(["plan", "-f", str(refused)]) == 2
+    assert f"{REFUSED[0][2]}: {REFUSED[0][3]}" in capsys.readouterr().err

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +39,8 @@ from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.kubelet.process_runner import RunnerSettings
-from nemotron_sim.kubelet.stand_ins import stand_in_vllm
-from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
+from nemotron_sim.kubelet.stand_ins import is_vllm_serve, serving_ports, stand_in_vllm
+from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
 from nemotron_sim.vllm.parsers import OutputFault
 
 COMPONENT = "kubelet"
@@ -80,19 +78,6 @@ class KubeletSettings:
 
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-
-
-def is_vllm_serve(argv: list[str]) -> bool:
-    """``vllm serve ...`` directly, via a path, or via ``sh -c "[exec] vllm serve ..."``."""
-    words = argv
-    if len(words) >= 3 and os.path.basename(words[0]) in {"sh", "bash"} and words[1] == "-c":
-        try:
-            words = shlex.split(words[2])
-        except ValueError:
-            return False
-        if words[:1] == ["exec"]:
-            words = words[1:]
-    return len(words) >= 2 and os.path.basename(words[0]) == "vllm" and words[1] == "serve"
 
 
 def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
@@ -225,7 +210,7 @@ class Kubelet:
         ]
         running.pool = self._pod_ips(str((pod.get("spec") or {}).get("nodeName")))
         running.pod_ip = self._allocate_ip(
-            running.pool, [*_serving_ports(pod, containers), *declared]
+            running.pool, [*serving_ports(pod, containers), *declared]
         )
         # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
@@ -412,17 +397,3 @@ class Kubelet:
     def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:
         with contextlib.suppress(ApiStatusError):
             self._recorder.record(COMPONENT, involved(pod, "v1", "Pod"), reason, text)
-
-
-def _serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> list[int]:
-    """Ports the pod's stand-in vLLMs will listen on (checked free before the IP is taken)."""
-    ports = []
-    for container in containers:
-        argv = expanded_argv(pod, container)
-        if not is_vllm_serve(argv):
-            continue
-        with contextlib.suppress(StubVllmArgumentError):
-            config = parse_serve_argv(argv)
-            if not config.is_worker:
-                ports.append(config.port)
-    return ports

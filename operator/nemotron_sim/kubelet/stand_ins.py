@@ -3,9 +3,14 @@ environment may set (they override the kubelet's settings for that container).""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shlex
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
+from nemotron_sim.kubelet.podenv import expanded_argv
+from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.parsers import OutputFault, parse_faults
 
@@ -40,3 +45,30 @@ def _faults(text: str) -> frozenset[OutputFault]:
         return parse_faults(text)
     except ValueError as error:
         raise StubVllmArgumentError(f"{OUTPUT_FAULTS_ENV}: {error}") from None
+
+
+def is_vllm_serve(argv: list[str]) -> bool:
+    """``vllm serve ...`` directly, via a path, or via ``sh -c "[exec] vllm serve ..."``."""
+    words = argv
+    if len(words) >= 3 and os.path.basename(words[0]) in {"sh", "bash"} and words[1] == "-c":
+        try:
+            words = shlex.split(words[2])
+        except ValueError:
+            return False
+        if words[:1] == ["exec"]:
+            words = words[1:]
+    return len(words) >= 2 and os.path.basename(words[0]) == "vllm" and words[1] == "serve"
+
+
+def serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> list[int]:
+    """Ports the pod's stand-in vLLMs will listen on (checked free before the IP is taken)."""
+    ports = []
+    for container in containers:
+        argv = expanded_argv(pod, container)
+        if not is_vllm_serve(argv):
+            continue
+        with contextlib.suppress(StubVllmArgumentError):
+            config = parse_serve_argv(argv)
+            if not config.is_worker:
+                ports.append(config.port)
+    return ports

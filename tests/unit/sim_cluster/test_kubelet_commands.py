@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nemotron_sim.kubelet.kubelet import is_vllm_serve, resolve_port
+from nemotron_sim.kubelet.kubelet import resolve_port
+from nemotron_sim.kubelet.stand_ins import is_vllm_serve
 
 
 def test_vllm_serve_is_recognised_directly_by_path_and_through_a_shell() -> None:

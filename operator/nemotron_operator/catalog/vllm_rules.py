@@ -249,7 +249,8 @@ RULES: tuple[Rule, ...] = (
         Behaviour.CRASHES,
         "with --mamba-cache-mode all (the default with prefix caching before PR #40454) the "
         "MTP drafter crashes the engine at start-up",
-        "vllm-project/vllm#39809; default changed by vllm-project/vllm#40454 (merged 2026-04-21)",
+        "vllm-project/vllm#39809; default changed by vllm-project/vllm#40454 (opened 2026-04-21, "
+        "merged)",
         "v0.19 and earlier crash; later versions choose align themselves when speculative "
         "decoding is on (v0.31.0 included), so the flag pins the working mode",
         Action.FIX,
@@ -350,6 +351,14 @@ DROPPED: tuple[DroppedRule, ...] = (
         "not reachable: a NemotronDeployment sets no environment variables on the vLLM "
         "container; the flag form (--moe-backend flashinfer_trtllm) runs with MTP in the Ultra "
         "recipe (vllm-project/recipes#509)",
+    ),
+    DroppedRule(
+        'speculative config method "mtp" instead of "nemotron_h_mtp" (the thread\'s second '
+        "workaround)",
+        "vllm-project/vllm#39809",
+        "the crash it worked around is the Mamba cache mode (rule mtp-prefix-caching-mamba-"
+        "align); later vLLM deprecates the per-model method names for the generic mtp, which "
+        "finds the model's MTP head itself (vllm-project/vllm#34159)",
     ),
     DroppedRule(
         "reasoningParser super_v3 / ultra_v3 / nano_v3 as a built-in parser",

@@ -212,10 +212,15 @@ class Verifier:
                                       "message": message})  # fmt: skip
 
     async def _set(self, pod: Mapping[str, Any], condition: Mapping[str, str]) -> None:
+        """Write the gate condition. A pod gone or replaced (404, 409) needs nothing; any other
+        failure (the API server unavailable) leaves the gate as it was, and the next reconcile
+        checks the pod again."""
         try:
             await writes.set_pod_condition(
                 self.kube, pod, {"type": v.GATE, **condition}, now=datetime.now(UTC)
             )
         except ApiError as exc:
-            if exc.status not in (404, 409):  # gone, or replaced under the same name
-                raise
+            if exc.status not in (404, 409):
+                logger.warning("could not set %s on pod %s: %s", v.GATE, v.pod_name(pod), exc)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            logger.warning("could not set %s on pod %s: %r", v.GATE, v.pod_name(pod), exc)

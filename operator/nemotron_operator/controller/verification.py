@@ -149,7 +149,7 @@ class Verifier:
     async def _check_and_record(self, key: Key, pod: dict[str, Any], wanted: Promises) -> None:
         name = v.pod_name(pod)
         async with self._slots:
-            failure = await self._run_checks(key, pod, wanted)
+            failure = await self._run_checks(pod, wanted)
         pk = _pod_key(pod)
         failed = self._failed.setdefault(key, {})
         if failure is None:
@@ -165,10 +165,10 @@ class Verifier:
                 "%s/%s: pod %s failed the behavioural check (again in %.0f s): %s",
                 *key, name, delay, failure,
             )  # fmt: skip
-        self.metrics.verification_finished(*key, "all", "passed" if failure is None else "failed")
+        self.metrics.verification_finished("all", "passed" if failure is None else "failed")
         await self._set(pod, condition)
 
-    async def _run_checks(self, key: Key, pod: Mapping[str, Any], wanted: Promises) -> str | None:
+    async def _run_checks(self, pod: Mapping[str, Any], wanted: Promises) -> str | None:
         """None when every check passes; else ``check <name> failed: <what>``."""
         ip = (pod.get("status") or {}).get("podIP")
         if not ip:
@@ -187,7 +187,7 @@ class Verifier:
                 except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                     problem = f"request failed: {excerpt(repr(exc))}"
                 result = "passed" if problem is None else "failed"
-                self.metrics.verification_finished(*key, check.name, result)
+                self.metrics.verification_finished(check.name, result)
                 if problem is not None:
                     return f"check {check.name} failed: {problem}"
         return None

@@ -175,8 +175,8 @@ class OperatorMetrics:
             "nemotron_operator_verification_checks",
             "Behavioural checks of serving pods before they take traffic, by check (chat, "
             "reasoning, tool-call, json-schema; all: the whole check of a pod) and result "
-            "(passed, failed).",
-            ("namespace", "nemotrondeployment", "check", "result"),
+            "(passed, failed). Which deployment and pod: the Verified condition and its Event.",
+            ("check", "result"),
             registry=self.registry,
         )
         self.scrapes = Counter(
@@ -326,5 +326,5 @@ class OperatorMetrics:
     def scrape_finished(self, result: str) -> None:
         self.scrapes.labels(result).inc()
 
-    def verification_finished(self, namespace: str, name: str, check: str, result: str) -> None:
-        self.verification_checks.labels(namespace, name, check, result).inc()
+    def verification_finished(self, check: str, result: str) -> None:
+        self.verification_checks.labels(check, result).inc()

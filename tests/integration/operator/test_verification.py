@@ -63,7 +63,6 @@ def checks_metric(operator: OperatorProcess, result: str) -> float:
         if sample.name == "nemotron_operator_verification_checks_total"
         and sample.labels.get("check") == "all"
         and sample.labels.get("result") == result
-        and sample.labels.get("nemotrondeployment") == "nano"
     )
 
 

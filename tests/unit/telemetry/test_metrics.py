@@ -68,6 +68,7 @@ def test_every_deployment_series_carries_bounded_labels_and_follows_the_naming_r
     metrics.api_request("PATCH", 200)
     metrics.watch_restarted("nemotrondeployments")
     metrics.scrape_finished("timeout")
+    metrics.verification_finished("reasoning", "failed")
     found = series(metrics)
     extra_labels = {"component", "quantile", "figure"}
     for name, labels in found:
@@ -82,6 +83,7 @@ def test_every_deployment_series_carries_bounded_labels_and_follows_the_naming_r
         "nemotron_operator_api_requests_total",
         "nemotron_operator_watch_restarts_total",
         "nemotron_operator_pod_scrapes_total",
+        "nemotron_operator_verification_checks_total",
     ):
         assert counter in names
     assert "nemotron_operator_reconcile_duration_seconds_bucket" in names

@@ -130,7 +130,7 @@ class Verifier:
             return False
         status, reason, _ = v.gate_status(pod)
         if status == "True":
-            return False
+            return v.restarted_since_check(pod)
         failed = self._failed.get(key, {}).get(pk)
         return failed is None or self.clock() >= failed[1] or reason != v.CHECK_FAILED
 

@@ -11,6 +11,7 @@ replica, set as its leader's).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from nemotron_operator.render import names as n
@@ -65,6 +66,29 @@ def gate_status(pod: Mapping[str, Any]) -> tuple[str, str, str]:
         str(found.get("reason") or ""),
         str(found.get("message") or ""),
     )
+
+
+def _time(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def restarted_since_check(pod: Mapping[str, Any]) -> bool:
+    """A container (vLLM) started after the gate turned True: the check was of an earlier
+    process, so the pod is checked again."""
+    found = pod_condition(pod, GATE)
+    if found is None or found.get("status") != "True":
+        return False
+    checked = _time(found.get("lastTransitionTime"))
+    if checked is None:
+        return False
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        started = _time(((container.get("state") or {}).get("running") or {}).get("startedAt"))
+        if started is not None and started > checked:
+            return True
+    return False
 
 
 def leaders(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 
 from nemotron_operator.status.readiness import assess_readiness
-from nemotron_operator.status.verification import GATE, verified_condition
+from nemotron_operator.status.verification import (
+    GATE,
+    restarted_since_check,
+    verified_condition,
+)
 
 
 def pod(
@@ -84,3 +88,17 @@ def test_a_failed_pod_is_a_stuck_blocker_and_a_checked_one_is_progress() -> None
     loading = readiness(pod("a-0", containers=False), pod("a-1"))
     assert loading.blocker is not None
     assert loading.blocker.reason == "LoadingModel"
+
+
+def test_a_vllm_restarted_after_the_check_is_checked_again() -> None:
+    checked = pod("a-0", gate=PASSED)
+    checked["status"]["conditions"][-1]["lastTransitionTime"] = "2026-05-01T12:00:05Z"
+
+    def started(at: str) -> dict[str, Any]:
+        checked["status"]["containerStatuses"] = [{"name": "vllm", "state": {"running": {
+            "startedAt": at}}}]  # fmt: skip
+        return checked
+
+    assert not restarted_since_check(started("2026-05-01T12:00:00Z"))  # the process checked
+    assert restarted_since_check(started("2026-05-01T12:03:00Z"))  # a later one
+    assert not restarted_since_check(pod("a-1", gate=FAILED))  # failed pods back off instead

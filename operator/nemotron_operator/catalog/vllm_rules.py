@@ -117,6 +117,7 @@ class Rule:
     check: Check
     first: Version | None = None  # the rule applies from this version (None: all before)
     fixed_in: Version | None = None  # ...up to, not including, this one (None: still open)
+    models: str = "hybrid models (Mamba layers)"  # the architectures it concerns
 
     def applies_to(self, version: Version) -> bool:
         return (self.first is None or version >= self.first) and (
@@ -287,6 +288,7 @@ RULES: tuple[Rule, ...] = (
         "all versions (a property of the model)",
         Action.REFUSE,
         _ssm_dtype,
+        models="Nemotron 3 Ultra (NemotronHForCausalLM)",
     ),
     Rule(
         "nemotron-h-mamba-ssm-reduced-precision",
@@ -298,6 +300,7 @@ RULES: tuple[Rule, ...] = (
         "all versions (a property of the model)",
         Action.WARN,
         _ssm_dtype,
+        models="NemotronH other than Ultra",
     ),
     Rule(
         "reasoning-config-nemotron-v3",
@@ -308,6 +311,7 @@ RULES: tuple[Rule, ...] = (
         "reported on v0.19.1rc1; no fix up to v0.31.0",
         Action.REFUSE,
         _reasoning_config,
+        models="Nemotron reasoning models (nemotron_v3 parser)",
     ),
     Rule(
         "reasoning-parser-wrong-family",
@@ -319,6 +323,7 @@ RULES: tuple[Rule, ...] = (
         "all versions (a property of the parser)",
         Action.WARN,
         _reasoning_parser_family,
+        models="Nemotron 3 / 3.5 reasoning models of the catalog",
     ),
     Rule(
         "mtp-structured-output",
@@ -330,6 +335,7 @@ RULES: tuple[Rule, ...] = (
         "seen on v0.25.1; the behavioural check verifies the pinned image",
         Action.WARN,
         _mtp_structured_output,
+        models="models with an MTP head",
     ),
 )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.kube.store import ObjectKey, ObjectStore, object_key
 
@@ -44,6 +45,15 @@ class DeploymentStore(ObjectStore):
             self._listing = False
             self.store(obj)
         self._seen[key] = self._epoch
+
+    async def read(self, kube: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as kopf's watch delivered it; a GET when the store does not have it (yet)."""
+        raw = self.get(namespace, name)
+        if raw is None:
+            raw = await kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
+            if raw is not None:
+                self.written(raw)
+        return raw
 
     def written(self, obj: Any) -> None:
         """The answer of our own write to a NemotronDeployment."""

@@ -21,7 +21,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children, desired, gateway
+from nemotron_operator.controller import children, desired, finalizer, gateway
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
@@ -30,14 +30,13 @@ from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.controller.unchanged import Fingerprint, LastInputs
+from nemotron_operator.controller.unchanged import Fingerprint, LastInputs, fingerprint
 from nemotron_operator.controller.verification import Verifier
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     DEPLOYMENTS,
     GATEWAY_RESOURCES,
-    NEMOTRON_DEPLOYMENTS,
     NODE_POOLS,
     OPTIONAL_RESOURCES,
     PODS,
@@ -58,7 +57,6 @@ from nemotron_operator.status import (
     flipped,
 )
 
-FINALIZER = f"{n.DOMAIN}/node-pool-cleanup"
 _EVENT_OWNER_FIELDS = ("name", "namespace", "uid", "resourceVersion")  # an Event's involvedObject
 logger = logging.getLogger(__name__)
 
@@ -135,7 +133,7 @@ class Reconciler:
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
         key = (namespace, name)
-        raw = await self._deployment(namespace, name)
+        raw = await self.deployments.read(self.kube, namespace, name)
         if raw is None:
             self.last_inputs.forget(key)
             self.verifier.forget(key)
@@ -153,35 +151,21 @@ class Reconciler:
             self.last_inputs.remember(key, fingerprint)
         return outcome
 
-    async def _deployment(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object from kopf's watch; a GET when the store does not have it (yet)."""
-        raw = self.deployments.get(namespace, name)
-        if raw is None:
-            raw = await self.kube.get(NEMOTRON_DEPLOYMENTS, namespace, name)
-            if raw is not None:
-                self.deployments.written(raw)
-        return raw
-
     def _fingerprint(self, raw: dict[str, Any], served: frozenset[Resource]) -> Fingerprint | None:
         """Every input of a reconcile, as versions (``controller/unchanged.py``); None when one
-        of them is not cached."""
+        of them is not cached, or the reconcile reads a Gateway (no watch of it)."""
         if not self.inventory.watched or gateway.reads_a_gateway(raw, self.config):
             return None
-        metadata = raw["metadata"]
-        key = (metadata["namespace"], metadata["name"])
-        instance = n.Names(metadata["name"], metadata["namespace"]).instance
-        parts: list[Any] = [metadata.get("resourceVersion"), self.inventory.generation, served]
-        for resource in (*sorted(served, key=lambda r: r.plural), PODS):
-            versions = self.cache.versions_of_instance(resource, key[0], instance)
-            if versions is None:
-                return None
-            parts.append(versions)
-        parts += [
-            self.scraper.revision(key),
-            self.autoscaler.problem(key),
-            self.verifier.due(key),  # a failed pod whose back-off has passed is checked again
-        ]
-        return tuple(parts)
+        key = (raw["metadata"]["namespace"], raw["metadata"]["name"])
+        return fingerprint(
+            raw,
+            served,
+            self.cache,
+            self.inventory.generation,
+            # what the scraper, the autoscaler and the behavioural check add to status; a
+            # failed pod whose back-off has passed is checked again
+            (self.scraper.revision(key), self.autoscaler.problem(key), self.verifier.due(key)),
+        )
 
     async def _read(self, raw: dict[str, Any]) -> _Read:
         """Parse, read the GPU inventory, plan and render."""
@@ -243,14 +227,14 @@ class Reconciler:
                 desired = gateway.without_gateway(desired)
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
-                await self._ensure_finalizer(raw)
+                await finalizer.hold(self.kube, self.deployments, raw, True)
             apply_error = await self._sync(desired, live, served, outcome)
             deleted = set(outcome.deleted)
             pools_left = [
                 p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted
             ]
             if not wants_pool and not pools_left:
-                await self._drop_finalizer(raw)
+                await finalizer.hold(self.kube, self.deployments, raw, False)
         pods = await children.read_instance(
             self.kube, self.cache, PODS, names.namespace, names.instance
         )
@@ -390,26 +374,11 @@ class Reconciler:
         before = list(previous.conditions) if previous is not None else []
         await post_events(self.kube, metadata, before, flipped(before, status.conditions), moment)
 
-    async def _set_finalizers(self, raw: dict[str, Any], value: list[str]) -> None:
-        updated = await writes.set_finalizers(self.kube, raw, value)
-        self.deployments.written(updated)
-        raw["metadata"] = updated.get("metadata", raw["metadata"])
-
-    async def _ensure_finalizer(self, raw: dict[str, Any]) -> None:
-        current = list(raw["metadata"].get("finalizers") or [])
-        if FINALIZER not in current:
-            await self._set_finalizers(raw, [*current, FINALIZER])
-
-    async def _drop_finalizer(self, raw: dict[str, Any]) -> None:
-        current = list(raw["metadata"].get("finalizers") or [])
-        if FINALIZER in current:
-            await self._set_finalizers(raw, [f for f in current if f != FINALIZER])
-
     async def _finalize(self, raw: dict[str, Any]) -> Outcome:
         """Deletion: the namespaced children go by garbage collection (owner references); the
         cluster-scoped NodePool has no owner, so it is deleted here before the finalizer goes."""
         metadata = raw["metadata"]
-        if FINALIZER not in (metadata.get("finalizers") or []):
+        if not finalizer.holds(raw):
             return Outcome("gone")
         names = n.Names(metadata["name"], metadata["namespace"])
         pools = frozenset({NODE_POOLS}) & await self.served()
@@ -422,5 +391,5 @@ class Reconciler:
                 deleted=[f"NodePool/{p['metadata']['name']}" for p in live.of(NODE_POOLS)],
                 retry_after=1.0,
             )
-        await self._drop_finalizer(raw)
+        await finalizer.hold(self.kube, self.deployments, raw, False)
         return Outcome("finalized")

@@ -17,9 +17,42 @@ kind not listed yet, the inventory not yet watched) make no fingerprint, and the
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any, Protocol
+
+from nemotron_operator.kube.resources import PODS, Resource
+from nemotron_operator.render import names as n
 
 Key = tuple[str, str]
 Fingerprint = tuple[Hashable, ...]
+
+
+class Versions(Protocol):
+    """What the fingerprint needs of the watch cache (``ChildCache``)."""
+
+    def versions_of_instance(
+        self, resource: Resource, namespace: str, instance: str
+    ) -> tuple[tuple[str, str], ...] | None: ...
+
+
+def fingerprint(
+    raw: dict[str, Any],
+    served: frozenset[Resource],
+    cache: Versions,
+    inventory_generation: int,
+    others: tuple[Hashable, ...],
+) -> Fingerprint | None:
+    """The object's version, the inventory's generation, the kinds served, the versions of
+    every child and pod of the instance, and ``others``; None when a kind is not cached."""
+    metadata = raw["metadata"]
+    namespace = metadata["namespace"]
+    instance = n.Names(metadata["name"], namespace).instance
+    parts: list[Hashable] = [metadata.get("resourceVersion"), inventory_generation, served]
+    for resource in (*sorted(served, key=lambda r: r.plural), PODS):
+        versions = cache.versions_of_instance(resource, namespace, instance)
+        if versions is None:
+            return None
+        parts.append(versions)
+    return (*parts, *others)
 
 
 class LastInputs:

@@ -126,9 +126,7 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
     # Converged: kube-apiserver's defaults in the gateway's objects are no drift; several
     # resyncs (and the Gateway's read on each) write nothing.
     mark = operator_process.mark()
-    cluster.wait_until(
-        lambda: len(operator_process.requests()) - mark > 40, seconds=20, what="resyncs"
-    )
+    operator_process.wait_reconciles(10)
     assert [w["path"] for w in operator_process.writes(mark) if "/events" not in w["path"]] == []
 
     # Scaling: more pods selected, the pool object untouched.

@@ -114,10 +114,7 @@ def test_a_wrong_reasoning_split_keeps_the_pod_out_until_the_check_is_off(
     assert [e["type"] for e in warnings] == ["Warning"]
     assert condition(cluster, "Ready")["reason"] == "VerificationFailed"
     # No storm: resyncs every second, one check (the next waits out a 30 s back-off).
-    mark = operator_process.mark()
-    cluster.wait_until(
-        lambda: len(operator_process.requests()) - mark > 40, seconds=15, what="resyncs"
-    )
+    operator_process.wait_reconciles(10)
     assert checks_metric(operator_process, "failed") == 1
     assert pod_condition(serving_pods(cluster)[0], "Ready")["status"] == "False"
 

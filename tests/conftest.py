@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from nemotron_sim import netns
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 _NAMESPACE_ERROR: list[str] = []
+# hack/mutation.sh runs the unit tier once per mutant with --hypothesis-profile=mutation: fewer
+# generated examples per property (the properties without an explicit max_examples inherit it).
+settings.register_profile("mutation", max_examples=25, deadline=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -136,6 +136,7 @@ def test_pods_that_are_loading_with_room_are_deploying() -> None:
     loading = Readiness(0, Blocker("LoadingModel", "pod x is loading"))
     status = compute_status(_inputs(readiness=loading), None, now=T0)
     assert status.phase == "Deploying"
+    assert _conditions(status)["Ready"].message == "0/1 replica(s) ready: pod x is loading"
     assert _conditions(status)["Progressing"].status == "True"
     assert _conditions(status)["Ready"].reason == "LoadingModel"
 
@@ -148,6 +149,20 @@ def test_not_yet_planned_is_pending_not_infeasible() -> None:
     assert found["Feasible"].reason == "NotPlanned"
     assert found["CapacityAvailable"].status == "Unknown"
     assert status.endpoint is None
+    # What a user reads while the operator has not planned yet, condition by condition.
+    assert [(c.type, c.status, c.reason, c.message) for c in status.conditions] == [
+        ("Feasible", "False", "NotPlanned", "the operator has not planned this yet"),
+        ("CapacityAvailable", "Unknown", "NotPlanned", "no plan to check capacity for"),
+        (
+            "Progressing",
+            "False",
+            "NotPlanned",
+            "nothing is changed until the spec can be planned; pods of an earlier spec, if any, "
+            "keep running",
+        ),
+        ("Ready", "False", "NotPlanned", "the operator has not planned this yet"),
+        ("Degraded", "False", "NotPlanned", "not deployed"),
+    ]
     infeasible = compute_status(
         _inputs(plan=None, problem=Problem("InsufficientGPUMemory", "add GPUs")), None, now=T0
     )
@@ -156,7 +171,12 @@ def test_not_yet_planned_is_pending_not_infeasible() -> None:
 
 def test_capacity_not_read_yet_is_unknown_and_karpenter_waits_for_nodes() -> None:
     unread = compute_status(_inputs(capacity=None, readiness=Readiness(0, None)), None, now=T0)
-    assert _conditions(unread)["CapacityAvailable"].status == "Unknown"
+    found = _conditions(unread)["CapacityAvailable"]
+    assert (found.status, found.reason, found.message) == (
+        "Unknown",
+        "NotPlanned",
+        "GPU inventory not read",
+    )
     assert unread.phase == "Deploying"
     pooled = compute_status(
         _inputs(capacity=SHORT, karpenter=True, readiness=Readiness(0, None)), None, now=T0
@@ -202,6 +222,25 @@ def test_plan_check_is_carried_over_until_a_new_one_arrives() -> None:
     replaced = compute_status(_inputs(plan_check=_plan_check(90)), kept, now=T1)
     assert replaced.plan_check is not None
     assert replaced.plan_check.kv_cache_blocks == 90
+
+
+def test_a_finished_rollout_is_up_to_date_and_the_plan_is_summarised() -> None:
+    status = compute_status(_inputs(), None, now=T0)
+    found = _conditions(status)
+    assert (found["Progressing"].reason, found["Progressing"].message) == (
+        "RolloutComplete",
+        "up to date",
+    )
+    p = _inputs().plan
+    assert p is not None
+    assert found["Feasible"].message == (
+        f"1x {p.gpu_product} per replica (TP 1, PP 1, 1 node(s)); max concurrency "
+        f"{p.max_concurrency:.2f} at {p.max_model_len} tokens"
+    )
+    assert (found["Degraded"].reason, found["Degraded"].message) == (
+        "AsExpected",
+        "1/1 replica(s) ready",
+    )
 
 
 def test_plan_accurate_is_reported_only_with_a_plan() -> None:

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Mutation testing of the pure core with mutmut (pinned in pyproject's dev extra): each mutant is
+# a one-token change of the source (`<` for `<=`, `and` for `or`, a constant off by one, a
+# dropped argument...); a mutant that no unit test kills is a bug the tests would not see.
+#
+#   hack/mutation.sh status            # one package of the core: status, sizing, render, observe
+#   hack/mutation.sh sizing/reserve.py # one module
+#   hack/mutation.sh status --no-golden  # without the golden byte-diffs: behaviour only
+#
+# Slow (minutes to an hour a package on 2 cores), so not part of hack/test.sh: run it before a
+# release of the core and after changing it. It runs niced, with one worker unless
+# MUTATION_JOBS says otherwise. Each target gets a scratch copy of the repository in
+# .cache/mutation/<target>/ (src/ layout, which mutmut expects); results stay there, and
+# `hack/mutation.sh TARGET --show` lists the survivors again with their diffs.
+# docs/testing.md records the scores and explains every surviving mutant.
+source "$(dirname "$0")/lib.sh"
+ensure_venv
+cd "$ROOT"
+
+target="${1:?usage: hack/mutation.sh status|sizing|render|observe|PKG/MODULE.py [--no-golden|--show]}"
+mode="${2:-}"
+case "$target" in
+  status|sizing|render|observe) pattern="src/nemotron_operator/$target/*" ;;
+  */*.py) pattern="src/nemotron_operator/$target" ;;
+  *) echo "hack/mutation.sh: unknown target $target" >&2; exit 2 ;;
+esac
+[ -e "operator/nemotron_operator/${target}" ] || { echo "no such path: $target" >&2; exit 2; }
+name="$(echo "$target" | tr '/.' '__')"
+[ "$mode" = "--no-golden" ] && name="$name-no-golden"
+work="$ROOT/.cache/mutation/$name"
+
+if [ "$mode" = "--show" ]; then
+  cd "$work" && mutmut results --all true 2>/dev/null | grep -v ': killed$' || true
+  exit 0
+fi
+
+# The unit tier only: pure functions, fast, no processes. Goldens excluded on request, to see what
+# the behavioural tests alone kill (a regenerated golden approves whatever the code now does).
+# Tests that start a subprocess run the installed, unmutated package and cannot kill a mutant;
+# the simulator's and the telemetry's tests do not reach the core.
+tests=(tests/unit --ignore=tests/unit/test_cli.py --ignore=tests/unit/test_crd_generation.py
+  --ignore=tests/unit/sim_cluster --ignore=tests/unit/sim_vllm --ignore=tests/unit/telemetry)
+deselect=()
+if [ "$mode" = "--no-golden" ]; then
+  deselect=(--ignore=tests/unit/render/test_golden.py --ignore=tests/unit/sizing/test_golden.py)
+fi
+
+rm -rf "$work"
+mkdir -p "$work/src"
+cp -r operator/nemotron_operator operator/nemotron_sim "$work/src/"
+cp -r docs crds charts examples "$work/"
+# MUTATION_TESTS_FROM=DIR: another copy of tests/ (how docs/testing.md's "before" was measured).
+cp -r "${MUTATION_TESTS_FROM:-tests}" "$work/tests"
+find "$work" -name __pycache__ -prune -exec rm -rf {} +
+# A pyproject of its own: pytest's settings without pythonpath=operator (mutmut puts mutants/src
+# first on sys.path and must be the only copy the tests can import), and mutmut's.
+"$PY" - "$work/pyproject.toml" "$pattern" "${tests[@]}" "${deselect[@]}" <<'EOF'
+import json, sys, tomllib
+from pathlib import Path
+
+out, pattern, *selection = sys.argv[1:]
+pytest_opts = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+lines = ["[tool.pytest.ini_options]"]
+for key, value in pytest_opts.items():
+    if key == "pythonpath":
+        value = ["."]
+    if key == "addopts":
+        value = "-p no:cacheprovider -p no:randomly"
+    lines.append(f"{key} = {json.dumps(value)}")
+lines += [
+    "",
+    "[tool.mutmut]",
+    'source_paths = ["src"]',
+    f"only_mutate = [{json.dumps(pattern)}]",
+    f"pytest_add_cli_args_test_selection = {json.dumps(selection)}",
+    'pytest_add_cli_args = ["-q", "-x", "-p", "no:cacheprovider", "--hypothesis-profile=mutation"]',
+    "use_git_change_detection = false",
+    'also_copy = ["docs", "crds", "charts", "examples"]',
+]
+Path(out).write_text("\n".join(lines) + "\n")
+EOF
+cd "$work"
+start=$(date +%s)
+nice -n 15 mutmut run --max-children "${MUTATION_JOBS:-1}" > run.log 2>&1 || {
+  tail -40 run.log >&2; exit 1; }
+elapsed=$(( $(date +%s) - start ))
+mutmut results --all true > results.txt 2>/dev/null || true
+total=$(grep -c ': ' results.txt || true)
+killed=$(grep -c ': killed$' results.txt || true)
+echo "mutation $target${mode:+ $mode}: $killed of $total mutants killed in ${elapsed}s"
+grep -v ': killed$' results.txt || true

@@ -20,8 +20,8 @@ from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_flags import FlagError, FlagUse, Kind
 
 USAGE = "usage: vllm serve [model_tag] [options]"
-# The stand-in has no config.json to read; Nemotron 3 Super's max_position_embeddings stands in
-# for "derived from the model" (model-facts.md §1.1).
+# The argument parser does not read config.json; Nemotron 3 Super's max_position_embeddings stands
+# in for "derived from the model" (model-facts.md §1.1).
 DEFAULT_MAX_MODEL_LEN = 262144
 # vLLM's scheduler default when nothing else decides it (vllm/config/scheduler.py).
 DEFAULT_MAX_NUM_SEQS = 128

@@ -16,17 +16,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron_operator.catalog import lookup_gpu, lookup_model
-from nemotron_operator.catalog.gpus import GpuProduct
+from nemotron_operator.catalog.gpus import GpuProduct, lookup_gpu
 from nemotron_operator.catalog.models import ModelEntry
-from nemotron_sim.vllm import profile
+from nemotron_sim.vllm import hf_config, profile
 from nemotron_sim.vllm.args import StubVllmArgumentError
 
 MIB = 2**20
 BLOCK_ALIGN = 16  # CUDA attention backends' kernel block multiple and default --block-size
 KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 STATE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "auto": 2}
-# Without a catalog model or a known GPU the stand-in keeps this many full-length sequences.
+# Without a config.json or a known GPU the stand-in keeps this many full-length sequences.
 FALLBACK_SEQUENCES = 4
 
 
@@ -101,10 +100,10 @@ def allocate(
 
 
 def find_model(model: str) -> ModelEntry | None:
-    """The catalog entry for ``vllm serve``'s model argument: a Hugging Face id, or a local path
-    ending in one (the operator serves ``/models/<org>/<name>``; vLLM reads its config.json)."""
-    tail = "/".join(model.rstrip("/").split("/")[-2:])
-    return lookup_model(model) or lookup_model(tail)
+    """The architecture of ``vllm serve``'s model argument (a Hugging Face id, or a local path
+    ending in one: the operator serves ``/models/<org>/<name>``), from its config.json as vLLM
+    reads it (``hf_config``), never from the operator's catalog."""
+    return hf_config.load_model(model)
 
 
 def _allocate(

@@ -32,12 +32,14 @@ class Fault:
     message: str = "fault injected by the simulated cluster's fault proxy"
     id: int = 0
     fired: int = 0
+    added_at: float | None = None  # wall clock when it was added: an outage window starts here
     _until: float | None = field(default=None, repr=False)
     _regex: re.Pattern[str] | None = field(default=None, repr=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fault:
-        allowed = {f.name for f in fields(cls) if not f.name.startswith("_")} - {"id", "fired"}
+        allowed = {f.name for f in fields(cls) if not f.name.startswith("_")}
+        allowed -= {"id", "fired", "added_at"}
         unknown = set(data) - allowed
         if unknown:
             raise ValueError(f"unknown fault fields: {sorted(unknown)}")
@@ -70,6 +72,7 @@ class FaultInjector:
 
     def add(self, fault: Fault) -> Fault:
         fault.id = next(self._ids)
+        fault.added_at = time.time()
         fault._regex = re.compile(fault.path) if fault.path else None
         if fault.duration is not None:
             fault._until = time.monotonic() + fault.duration

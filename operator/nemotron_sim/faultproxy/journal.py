@@ -13,8 +13,34 @@ APPLY = "application/apply-patch+yaml"
 JOURNAL_SIZE = 10_000  # as the retired home-made API server kept it
 
 
-def journal() -> deque[tuple[str, str, int]]:
-    """(method, path with query, status) of the latest requests."""
+@dataclass
+class Entry:
+    """One request as the proxy saw it: the source of truth for when a fault fired and how long
+    the answer took (a test measures from here, not from when it noticed)."""
+
+    method: str
+    path: str
+    status: int  # 0: the connection was reset without an answer
+    at: float  # wall clock (time.time()) when the request arrived
+    fault: int | None = None  # the id of the fault that fired on it
+    seconds: float | None = None  # arrival to the end of the answer (a watch: of its stream)
+    cut: str | None = None  # "reset", or "watch-dropped" when a fault ended the stream
+    # A watch_stall fault: seconds from arrival until the first held-back event was released.
+    stalled: float | None = None
+    began: float = field(default_factory=time.monotonic, repr=False)  # for ``seconds``
+
+    def finish(self) -> None:
+        self.seconds = time.monotonic() - self.began
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "method": self.method, "path": self.path, "status": self.status, "at": self.at,
+            "fault": self.fault, "seconds": self.seconds, "cut": self.cut, "stalled": self.stalled,
+        }  # fmt: skip
+
+
+def journal() -> deque[Entry]:
+    """The latest requests, oldest first."""
     return deque(maxlen=JOURNAL_SIZE)
 
 

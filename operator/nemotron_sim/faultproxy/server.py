@@ -32,7 +32,7 @@ import aiohttp
 from aiohttp import web
 
 from nemotron_sim.faultproxy.faults import Fault, FaultInjector
-from nemotron_sim.faultproxy.journal import RequestCounts, journal
+from nemotron_sim.faultproxy.journal import Entry, RequestCounts, journal
 
 log = logging.getLogger("nemotron_sim.faultproxy")
 # Not forwarded: hop-by-hop headers and what aiohttp sets itself.
@@ -126,28 +126,38 @@ class FaultProxy:
             return await self._control(request)
         watch = is_watch(request)
         self.counts.record(request, watch=watch)
+        entry = Entry(request.method, request.path_qs, 0, time.time())
         fault = self.faults.take(request.method, request.path_qs, watch=watch)
         if fault is not None and not fault.watch_only:
+            entry.fault = fault.id
             if fault.delay > 0:
                 await asyncio.sleep(fault.delay)
             if fault.reset:
-                self.journal.append((request.method, request.path_qs, 0))
+                entry.cut = "reset"
+                entry.finish()
+                self.journal.append(entry)
                 if request.transport is not None:
                     request.transport.abort()
                 return web.Response(status=503)
             if fault.status:
-                self.journal.append((request.method, request.path_qs, fault.status))
+                entry.status = fault.status
+                entry.finish()
+                self.journal.append(entry)
                 headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after else None
                 return _json(status_body(fault.status, fault.message), fault.status, headers)
         try:
-            return await self._forward(request, fault if watch else None)
+            return await self._forward(request, entry, fault if watch else None)
         except (aiohttp.ClientError, OSError, TimeoutError) as error:
             # kube-apiserver is away (stopped, restarting): a client sees what a load balancer
             # in front of it would answer.
-            self.journal.append((request.method, request.path_qs, 503))
+            entry.status = 503
+            entry.finish()
+            self.journal.append(entry)
             return _json(status_body(503, f"the API server is unreachable: {error}"), 503)
 
-    async def _forward(self, request: web.Request, fault: Fault | None) -> web.StreamResponse:
+    async def _forward(
+        self, request: web.Request, entry: Entry, fault: Fault | None
+    ) -> web.StreamResponse:
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _DROPPED}
         body = await request.read()
@@ -155,7 +165,10 @@ class FaultProxy:
             request.method, self.upstream + request.path_qs, headers=headers,
             data=body or None, allow_redirects=False,
         ) as upstream:  # fmt: skip
-            self.journal.append((request.method, request.path_qs, upstream.status))
+            entry.status = upstream.status
+            if fault is not None:
+                entry.fault = fault.id
+            self.journal.append(entry)
             response = web.StreamResponse(status=upstream.status)
             for key, value in upstream.headers.items():
                 if key.lower() not in _DROPPED:
@@ -166,15 +179,20 @@ class FaultProxy:
             if is_watch(request):
                 self._watches[id(request)] = request
             try:
-                await self._relay(upstream, response, fault)
+                await self._relay(upstream, response, entry, fault)
             finally:
                 self._watches.pop(id(request), None)
+                entry.finish()
             with contextlib.suppress(ConnectionResetError, RuntimeError):
                 await response.write_eof()
             return response
 
     async def _relay(
-        self, upstream: aiohttp.ClientResponse, response: web.StreamResponse, fault: Fault | None
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        entry: Entry,
+        fault: Fault | None,
     ) -> None:
         """Copy the body; for a watch with a fault, cut it after ``watch_drop_after`` seconds or
         hold it back for ``watch_stall`` seconds (no events, no bookmarks)."""
@@ -187,11 +205,13 @@ class FaultProxy:
             try:
                 chunk = await asyncio.wait_for(reader.readany(), timeout)
             except TimeoutError:
+                entry.cut = "watch-dropped"
                 return  # the injected drop: the stream ends here
             if not chunk:
                 return
             if stall_until is not None and time.monotonic() < stall_until:
                 await asyncio.sleep(stall_until - time.monotonic())
+                entry.stalled = time.monotonic() - entry.began
             await response.write(chunk)
 
     def _cut_watches(self) -> None:
@@ -217,7 +237,7 @@ class FaultProxy:
 
     def _journal(self, method: str, parts: list[str]) -> web.Response:
         if parts == ["requests"] and method == "GET":
-            return _json([{"method": m, "path": p, "status": s} for m, p, s in self.journal])
+            return _json([entry.to_dict() for entry in self.journal])
         if parts == ["request-counts"] and method in ("GET", "DELETE"):
             if method == "DELETE":
                 self.counts.reset()

@@ -1,7 +1,11 @@
 """The fault proxy in front of kube-apiserver: the ``/_sim/`` HTTP API the old API server had
 (faults, the request journal, request counts), and the faults only a real control plane has
 (a component stopped and restarted, a node's Lease that stops, a watch answered 410 Gone after
-etcd compaction). Everything goes over HTTP, as a tool written against ``/_sim/`` would."""
+etcd compaction). Everything goes over HTTP, as a tool written against ``/_sim/`` would.
+
+Times come from the source of truth, the proxy's request journal (when each request arrived, how
+long its answer took, which fault fired on it), not from when the test noticed something; and
+every test that injects a fault checks in the journal that the fault fired."""
 
 from __future__ import annotations
 
@@ -59,6 +63,12 @@ def call(
     return status, decoded, got
 
 
+def journal(handle: KubeHandle, path: str) -> list[dict[str, Any]]:
+    """The proxy's journal entries whose path contains ``path``, oldest first."""
+    entries: list[dict[str, Any]] = call(handle, "GET", "/_sim/requests")[1]
+    return [e for e in entries if path in e["path"]]
+
+
 @pytest.fixture(autouse=True)
 def no_faults_left(faulty: KubeHandle) -> Iterator[None]:
     yield
@@ -87,6 +97,9 @@ def test_a_fault_answers_with_its_status_and_retry_after_then_runs_out(faulty: K
     assert status == 404
     assert body["message"] == 'configmaps "flaky" not found'
     assert call(faulty, "GET", "/_sim/faults")[1] == []
+    # The proxy's own record: the fault fired on the first two requests, not on the third.
+    seen = [(e["status"], e["fault"]) for e in journal(faulty, "/configmaps/flaky")]
+    assert seen == [(429, added["id"]), (429, added["id"]), (404, None)]
 
 
 def test_faults_are_listed_removed_one_by_one_and_refused_when_unknown(
@@ -107,20 +120,35 @@ def test_faults_are_listed_removed_one_by_one_and_refused_when_unknown(
 
 def test_delay_reset_and_an_outage_window(faulty: KubeHandle) -> None:
     slow = {"method": "GET", "path": "/configmaps/slow", "delay": 1.0}
-    call(faulty, "POST", "/_sim/faults", slow)
-    started = time.monotonic()
+    slow_id = call(faulty, "POST", "/_sim/faults", slow)[1]["id"]
     assert call(faulty, "GET", f"{CONFIGMAPS}/slow")[0] == 404
-    assert time.monotonic() - started >= 1.0
+    (delayed,) = journal(faulty, "/configmaps/slow")
+    assert delayed["fault"] == slow_id
+    assert delayed["status"] == 404  # delayed, then answered by kube-apiserver
+    assert delayed["seconds"] >= 1.0  # the proxy's own clock, arrival to answer
     cut = {"method": "GET", "path": "/configmaps/cut", "reset": True}
-    call(faulty, "POST", "/_sim/faults", cut)
+    cut_id = call(faulty, "POST", "/_sim/faults", cut)[1]["id"]
     with pytest.raises((urllib.error.URLError, http.client.HTTPException, ConnectionError)):
         call(faulty, "GET", f"{CONFIGMAPS}/cut")
+    (reset,) = journal(faulty, "/configmaps/cut")
+    assert (reset["fault"], reset["status"], reset["cut"]) == (cut_id, 0, "reset")
     # An "API unavailable" window: every matching request fails until it ends, then none does.
     window = {"path": "/configmaps/", "status": 503, "count": None, "duration": 1.5}
-    assert call(faulty, "POST", "/_sim/faults", window)[0] == 201
+    status, added, _ = call(faulty, "POST", "/_sim/faults", window)
+    assert status == 201
     assert call(faulty, "GET", f"{CONFIGMAPS}/gone")[0] == 503
-    time.sleep(1.6)
-    assert call(faulty, "GET", f"{CONFIGMAPS}/gone")[0] == 404
+    faulty.wait_until(lambda: call(faulty, "GET", f"{CONFIGMAPS}/gone")[0] == 404, seconds=10,
+                      what="the outage window to end")  # fmt: skip
+    # When the window opened and closed, by the proxy's clock: every request that arrived within
+    # 1.5 s of the fault being added failed, the first one after it passed.
+    gone = journal(faulty, "/configmaps/gone")
+    failed = [e for e in gone if e["status"] == 503]
+    passed = [e for e in gone if e["status"] == 404]
+    assert failed
+    assert all(e["fault"] == added["id"] for e in failed)
+    assert all(e["at"] - added["added_at"] < 1.5 for e in failed)
+    assert passed[0]["fault"] is None
+    assert passed[0]["at"] - added["added_at"] >= 1.5
 
 
 def open_watch(handle: KubeHandle, path: str) -> http.client.HTTPResponse:
@@ -131,25 +159,32 @@ def open_watch(handle: KubeHandle, path: str) -> http.client.HTTPResponse:
 
 
 def test_a_watch_is_cut_or_stalled_on_request(faulty: KubeHandle) -> None:
-    call(faulty, "POST", "/_sim/faults", {"method": "WATCH", "path": "/configmaps",
-                                           "watch_drop_after": 1.0})  # fmt: skip
-    started = time.monotonic()
-    response = open_watch(faulty, f"{CONFIGMAPS}?watch=true&timeoutSeconds=20")
+    drop = call(faulty, "POST", "/_sim/faults", {"method": "WATCH", "path": "/configmaps",
+                                                  "watch_drop_after": 1.0})[1]  # fmt: skip
+    response = open_watch(faulty, f"{CONFIGMAPS}?watch=true&timeoutSeconds=20&drop=1")
     assert response.status == 200
     response.read()  # ends when the proxy cuts the stream, long before kube-apiserver would
-    assert 0.9 <= time.monotonic() - started < 10
+    # The proxy says it cut the stream, and when: 1 s in, not at kube-apiserver's 20 s timeout.
+    (dropped,) = journal(faulty, "&drop=1")
+    assert (dropped["fault"], dropped["cut"]) == (drop["id"], "watch-dropped")
+    assert 1.0 <= dropped["seconds"] < 10
     # A stalled watch delivers what happened during the stall only when the stall ends.
-    call(faulty, "POST", "/_sim/faults", {"method": "WATCH", "path": "/configmaps",
-                                           "watch_stall": 2.0})  # fmt: skip
-    started = time.monotonic()
-    response = open_watch(faulty, f"{CONFIGMAPS}?watch=true&timeoutSeconds=20")
+    stall = call(faulty, "POST", "/_sim/faults", {"method": "WATCH", "path": "/configmaps",
+                                                   "watch_stall": 2.0})[1]  # fmt: skip
+    response = open_watch(faulty, f"{CONFIGMAPS}?watch=true&timeoutSeconds=20&stall=1")
     call(faulty, "POST", CONFIGMAPS, {"metadata": {"name": "stalled"}, "data": {"a": "1"}})
     line = b""
     while b"stalled" not in line:
         line = response.readline()
         assert line, "the watch ended without the event"
-    assert time.monotonic() - started >= 1.9
     response.close()
+    (stalled,) = journal(faulty, "&stall=1")
+    assert stalled["fault"] == stall["id"]
+    assert stalled["cut"] is None
+    assert stalled["stalled"] >= 2.0  # held back until the stall ended, by the proxy's clock
+    created = journal(faulty, f"{CONFIGMAPS}")
+    creation = next(e for e in created if e["method"] == "POST" and e["status"] == 201)
+    assert creation["at"] - stalled["at"] < 2.0  # the event happened during the stall
     call(faulty, "DELETE", f"{CONFIGMAPS}/stalled")
 
 
@@ -157,8 +192,11 @@ def test_the_journal_and_the_counts_by_client_verb_and_resource(faulty: KubeHand
     assert call(faulty, "DELETE", "/_sim/request-counts")[0] == 200
     call(faulty, "GET", f"{CONFIGMAPS}/counted")
     call(faulty, "GET", CONFIGMAPS)
-    journal = call(faulty, "GET", "/_sim/requests")[1]
-    assert {"method": "GET", "path": f"{CONFIGMAPS}/counted", "status": 404} in journal
+    entries = call(faulty, "GET", "/_sim/requests")[1]
+    counted = [e for e in entries if e["path"] == f"{CONFIGMAPS}/counted"]
+    assert [(e["method"], e["status"], e["fault"]) for e in counted] == [("GET", 404, None)]
+    assert counted[0]["seconds"] >= 0
+    assert counted[0]["at"] <= time.time()
     counts = call(faulty, "GET", "/_sim/request-counts")[1]
     rows = {(r["agent"], r["verb"], r["resource"]): r["count"] for r in counts["counts"]}
     assert rows[("Python-urllib", "get", "configmaps")] == 1
@@ -169,9 +207,12 @@ def test_the_journal_and_the_counts_by_client_verb_and_resource(faulty: KubeHand
 
 def test_kube_apiserver_and_etcd_stop_and_come_back(faulty: KubeHandle) -> None:
     assert call(faulty, "POST", "/_sim/control-plane/kube-apiserver/stop")[0] == 200
-    status, body, _ = call(faulty, "GET", CONFIGMAPS)
+    status, body, _ = call(faulty, "GET", f"{CONFIGMAPS}?while=stopped")
     assert status == 503
     assert "unreachable" in body["message"]
+    # The proxy answered for an unreachable kube-apiserver: the stop took effect.
+    (away,) = journal(faulty, "?while=stopped")
+    assert (away["status"], away["fault"]) == (503, None)
     assert call(faulty, "POST", "/_sim/control-plane/kube-apiserver/start", timeout=90)[0] == 200
     assert call(faulty, "GET", CONFIGMAPS)[0] == 200
     # etcd away: kube-apiserver is up but cannot answer from storage (a quorum read).
@@ -221,16 +262,26 @@ def test_a_node_whose_lease_stops_is_marked_unknown_and_recovers(faulty: KubeHan
     assert call(faulty, "POST", f"/_sim/nodes/{node}/heartbeat/stop")[1] == {
         "node": node, "heartbeat": "stop"}  # fmt: skip
     try:
-        frozen = renewed(faulty, node)
-        time.sleep(2.5)
-        assert renewed(faulty, node) == frozen
+        # The stop fired, by the server's own record: the Lease's renewTime (the node agent
+        # renews it every second, directly, not through the proxy) no longer moves, and it still
+        # has not moved when kube-controller-manager, after its 8 s grace, marks the node Unknown.
+        frozen = faulty.wait_until(lambda: stable_renewal(faulty, node), seconds=10,
+                                   what="the renewals to stop")  # fmt: skip
         faulty.wait_until(lambda: ready(faulty, node) == "Unknown", seconds=60,
                           what="kube-controller-manager to mark the node Unknown")  # fmt: skip
+        assert renewed(faulty, node) == frozen
     finally:
         call(faulty, "POST", f"/_sim/nodes/{node}/heartbeat/resume")
     faulty.wait_until(lambda: ready(faulty, node) == "True", seconds=60, what="Ready again")
     # Ready is re-posted at once on resume; the Lease is renewed at the next beat.
     faulty.wait_until(lambda: renewed(faulty, node) != frozen, seconds=10, what="a renewal")
+
+
+def stable_renewal(handle: KubeHandle, node: str) -> str | None:
+    """The Lease's renewTime when it stays the same over two beats, else None."""
+    first = renewed(handle, node)
+    time.sleep(2.2)
+    return first if renewed(handle, node) == first else None
 
 
 def watch_events(handle: KubeHandle, path: str) -> list[dict[str, Any]]:

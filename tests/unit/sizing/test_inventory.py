@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nemotron_operator.sizing import inventory_from_nodes
+from nemotron_operator.sizing.inventory import inventory_from_usage
 
 
 def node(
@@ -109,3 +112,91 @@ def test_unknown_products_are_built_from_the_labels() -> None:
 def test_unknown_product_without_memory_label_cannot_be_planned() -> None:
     inventory = inventory_from_nodes([node("x", "NVIDIA-Mystery", 8)])
     assert inventory.gpu_product("NVIDIA-Mystery") is None
+
+
+def test_a_product_built_from_labels_takes_every_field_from_them() -> None:
+    nodes = [
+        node("a", "NVIDIA-H20", 4, memory_mib=97871, capability=(9, 0)),
+        node("b", "NVIDIA-H20", 8, capability=(9, 0)),  # the memory label on one node is enough
+    ]
+    gpu = inventory_from_nodes(nodes).gpu_product("NVIDIA-H20")
+    assert gpu is not None
+    assert (gpu.name, gpu.display_name) == ("NVIDIA-H20", "NVIDIA-H20")
+    assert gpu.memory_bytes == 97871 * 2**20
+    assert gpu.memory_reported
+    assert gpu.compute_capability == (9, 0)
+    assert gpu.family == "hopper"
+    assert gpu.gpus_per_node == 8  # the largest node
+    assert gpu.interconnect == "unknown (from node labels)"
+    assert gpu.source == "GFD node labels"
+    assert inventory_from_nodes(nodes).gpu_product("NVIDIA-B200") is None  # not in the cluster
+
+
+@pytest.mark.parametrize(
+    ("capability", "family", "fp8", "fp4"),
+    [
+        ((10, 0), "blackwell", True, True),
+        ((12, 0), "blackwell", True, True),
+        ((9, 0), "hopper", True, False),
+        ((8, 9), "ada-lovelace", True, False),
+        ((8, 6), "ampere", False, False),
+        ((8, 0), "ampere", False, False),
+    ],
+)
+def test_the_family_and_low_precision_support_follow_the_compute_capability(
+    capability: tuple[int, int], family: str, fp8: bool, fp4: bool
+) -> None:
+    gpu = inventory_from_nodes([node("x", "X", 8, memory_mib=1024, capability=capability)])
+    found = gpu.gpu_product("X")
+    assert found is not None
+    assert (found.family, found.fp8, found.fp4) == (family, fp8, fp4)
+
+
+def test_a_product_without_capability_labels_counts_as_the_oldest() -> None:
+    gpu = inventory_from_nodes([node("x", "X", 8, memory_mib=1024)]).gpu_product("X")
+    assert gpu is not None
+    assert gpu.compute_capability == (0, 0)
+    assert (gpu.fp8, gpu.fp4) == (False, False)
+
+
+def test_requested_gpus_prefer_requests_then_limits_and_add_up_containers() -> None:
+    both = {
+        "spec": {
+            "nodeName": "h1",
+            "containers": [
+                {
+                    "resources": {
+                        "requests": {"nvidia.com/gpu": "2"},
+                        "limits": {"nvidia.com/gpu": "3"},
+                    }
+                },
+                {"resources": {"limits": {"nvidia.com/gpu": 1}}},
+                {"resources": {}},
+                {},
+            ],
+        },
+        "status": {"phase": "Pending"},
+    }
+    inventory = inventory_from_nodes([node("h1", "NVIDIA-H200", 8)], [both])
+    assert inventory.nodes[0].free_gpus == 5  # 8 − (2 + 1): requests win over limits
+
+
+def test_usage_never_makes_free_gpus_negative_and_only_counts_its_node() -> None:
+    nodes = [node("h1", "NVIDIA-H200", 8), node("h2", "NVIDIA-H200", 8)]
+    inventory = inventory_from_usage(nodes, {"h1": 12, "elsewhere": 3})
+    assert [(n.name, n.free_gpus) for n in inventory.nodes] == [("h1", 0), ("h2", 8)]
+
+
+def test_nodes_without_conditions_count_as_ready_and_sort_by_product_then_name() -> None:
+    bare = node("z", "NVIDIA-B200", 8)
+    bare["status"].pop("conditions")
+    other = node("a", "NVIDIA-H200", 8)
+    same = node("b", "NVIDIA-B200", 8)
+    inventory = inventory_from_nodes([other, bare, same])
+    assert [(n.product, n.name) for n in inventory.nodes] == [
+        ("NVIDIA-B200", "b"), ("NVIDIA-B200", "z"), ("NVIDIA-H200", "a"),
+    ]  # fmt: skip
+    assert all(n.ready for n in inventory.nodes)
+    assert inventory.products() == ("NVIDIA-B200", "NVIDIA-H200")  # most GPUs first
+    assert inventory.free_nodes("NVIDIA-B200", 8) == 2
+    assert inventory.free_nodes("NVIDIA-B200", 9) == 0

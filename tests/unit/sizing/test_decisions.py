@@ -145,7 +145,7 @@ def test_sampler_logits_are_on_the_last_stage_and_count_the_draft_rows() -> None
 
 def test_the_vision_encoder_is_profiled_on_the_first_stage_of_a_vl_model_only() -> None:
     first = _terms(SUPER_VL_BF16)
-    assert first["visionEncoder"] == vision_encoder_bytes(model(SUPER_VL_BF16), 8192)
+    assert first["visionEncoder"] == 612_368_384  # by hand in test_edges.py
     assert "visionEncoder" not in _terms(SUPER_VL_BF16, first_stage=False)
     assert "visionEncoder" not in _terms(SUPER_BF16)  # text-only
 

@@ -1,0 +1,161 @@
+"""Sizing rules at their edges, each written from the rule rather than from what the code printed:
+found by mutation testing (docs/testing.md), where a changed comparison or constant survived."""
+
+from __future__ import annotations
+
+import pytest
+
+from nemotron_operator.api.plan import RejectedLayout
+from nemotron_operator.sizing import PlanningError, plan_deployment
+from nemotron_operator.sizing.layouts import (
+    MAX_PLANNED_PIPELINE,
+    candidates,
+    expert_parallel_default,
+    precision_note,
+)
+from nemotron_operator.sizing.planner import _clip
+from nemotron_operator.sizing.reserve import vision_encoder_bytes
+from nemotron_operator.sizing.result import nodes_for
+
+from .helpers import H8B, H100, NANO_BF16, SUPER_BF16, SUPER_FP8, SUPER_VL_BF16, gpu, model, spec
+
+A100 = "NVIDIA-A100-SXM4-80GB"
+B200 = "NVIDIA-B200"
+SUPER_NVFP4 = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"
+
+
+def test_expert_parallelism_by_default_only_for_moe_models_with_tensor_parallel_ranks() -> None:
+    assert not expert_parallel_default(model(NANO_BF16), 1)  # one rank: nothing to spread
+    assert expert_parallel_default(model(NANO_BF16), 2)
+    assert not expert_parallel_default(model(H8B), 2)  # dense: no experts
+
+
+def test_explicit_fields_name_what_fixed_the_layout() -> None:
+    entry, h100 = model(SUPER_BF16), gpu(H100)
+    pipeline = spec(SUPER_BF16, capacity={"parallelism": {"pipeline": 2}}).capacity
+    found = candidates(entry, h100, pipeline)
+    assert {c.explicit_fields for c in found} == {("spec.capacity.parallelism.pipeline",)}
+    assert all(c.layout.pipeline_parallel == 2 for c in found)
+    expert = spec(SUPER_BF16, capacity={"parallelism": {"expert": False}}).capacity
+    found = candidates(entry, h100, expert)
+    assert {c.explicit_fields for c in found} == {("spec.capacity.parallelism.expert",)}
+    assert not any(c.layout.expert_parallel for c in found)
+    planned = candidates(entry, h100, spec(SUPER_BF16).capacity)
+    assert {c.explicit_fields for c in planned} == {()}
+
+
+def test_planned_pipelines_go_up_to_the_limit_and_no_further() -> None:
+    found = candidates(model(SUPER_BF16), gpu(H100), spec(SUPER_BF16).capacity)
+    assert max(c.layout.pipeline_parallel for c in found) == MAX_PLANNED_PIPELINE == 8
+    assert {c.layout.pipeline_parallel for c in found} == set(range(1, 9))
+
+
+def test_an_awkward_gpu_count_tries_the_fewest_pipeline_stages_first() -> None:
+    # 12 GPUs on 8-GPU nodes cannot keep TP inside a node with whole-node stages, so every split
+    # of 12 is tried, fewest stages first.
+    capacity = spec(SUPER_BF16, capacity={"gpu": {"count": 12}}).capacity
+    found = [c.layout for c in candidates(model(SUPER_BF16), gpu(H100), capacity)]
+    assert [(lay.tensor_parallel, lay.pipeline_parallel) for lay in found] == [
+        (4, 3), (2, 6), (1, 12),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("hf_id", "product", "expected"),
+    [
+        (
+            SUPER_NVFP4,
+            H100,
+            "NVFP4 on NVIDIA-H100-80GB-HBM3 runs weight-only (Marlin W4A16): no FP4 tensor "
+            "cores, so memory is saved but not compute; a Blackwell GPU runs it natively",
+        ),
+        (SUPER_NVFP4, B200, None),
+        (SUPER_FP8, A100, f"FP8 on {A100} runs weight-only (Marlin W8A16): no FP8 tensor cores"),
+        (SUPER_FP8, H100, None),
+        (SUPER_BF16, A100, None),
+    ],
+)
+def test_precision_notes_only_where_the_gpu_lacks_the_tensor_cores(
+    hf_id: str, product: str, expected: str | None
+) -> None:
+    assert precision_note(model(hf_id), gpu(product)) == expected
+
+
+def test_a_planning_error_names_its_field_in_its_text() -> None:
+    error = PlanningError("InvalidParallelism", "TP 3 does not divide", field="spec.x")
+    assert str(error) == "spec.x: TP 3 does not divide"
+    assert (error.reason, error.message, error.field) == (
+        "InvalidParallelism",
+        "TP 3 does not divide",
+        "spec.x",
+    )
+    assert (error.rejected, error.rejected_omitted) == ([], 0)
+    bare = PlanningError("X", "no field")
+    assert str(bare) == "no field"
+    item = RejectedLayout(gpu_product=H100, tensor_parallel=1, pipeline_parallel=1, reason="r")
+    listed = PlanningError("X", "m", rejected=(item,), rejected_omitted=3)
+    assert (listed.rejected, listed.rejected_omitted) == ([item], 3)
+
+
+def test_clip_keeps_short_text_and_cuts_long_text_to_the_limit_with_an_ellipsis() -> None:
+    assert _clip("x" * 512) == "x" * 512
+    assert _clip("x" * 513) == "x" * 511 + "…"
+    assert len(_clip("y" * 2000)) == 512
+    assert _clip("abcdef", limit=4) == "abc…"
+
+
+@pytest.mark.parametrize(
+    ("replicas", "per_replica", "per_node", "expected"),
+    [
+        (5, 2, 8, (1, 2)),  # four replicas share a node
+        (5, 8, 8, (1, 5)),  # exactly a node each
+        (3, 16, 8, (2, 6)),  # two whole nodes each
+        (0, 16, 8, (2, 0)),
+        (4, 3, 8, (1, 2)),  # two replicas of 3 per 8-GPU node
+    ],
+)
+def test_nodes_for_packs_small_replicas_and_gives_large_ones_whole_nodes(
+    replicas: int, per_replica: int, per_node: int, expected: tuple[int, int]
+) -> None:
+    found = nodes_for(replicas, per_replica, per_node)
+    assert found == expected
+    assert all(isinstance(n, int) for n in found)
+
+
+def test_the_vision_encoder_reserve_of_super_vl_by_hand() -> None:
+    # budget max(8192, 3328) tokens: encoder cache 8192 × 4096 × 2 B = 67,108,864 B; two whole
+    # 3328-token images fit, each 13,312 patches × 1280 wide × 2 B, eight live tensors:
+    # 2 × 13,312 × 1280 × 2 × 8 = 545,259,520 B.
+    assert vision_encoder_bytes(model(SUPER_VL_BF16), 8192) == 67_108_864 + 545_259_520
+    # Below one image's tokens the budget is one image: 3328 × 4096 × 2 + 13,312 × 1280 × 2 × 8.
+    assert vision_encoder_bytes(model(SUPER_VL_BF16), 100) == 27_262_976 + 272_629_760
+
+
+def test_rejections_list_the_chosen_products_failures_first_then_why_others_lost() -> None:
+    result = plan_deployment(spec(SUPER_BF16, capacity={"gpu": {"products": [H100, B200]}}))
+    plan = result.plan
+    assert plan.gpu_product == B200
+    products = [r.gpu_product for r in plan.rejected]
+    first_other = products.index(H100)
+    assert all(p == B200 for p in products[:first_other])
+    lost = [r for r in plan.rejected if r.reason.startswith("fits on")]
+    assert len(lost) == 1
+    assert lost[0].gpu_product == H100
+    assert "but needs more GPUs than NVIDIA-B200 TP" in lost[0].reason
+
+
+def test_at_equal_gpus_the_loser_holds_fewer_requests() -> None:
+    capacity = {"gpu": {"products": [H100, "NVIDIA-H200"], "count": 8}}
+    plan = plan_deployment(spec(SUPER_VL_BF16, capacity=capacity)).plan
+    (lost,) = [r for r in plan.rejected if r.reason.startswith("fits on")]
+    assert lost.gpu_product == H100
+    assert "but holds fewer full-length requests than NVIDIA-H200 TP8 PP1" in lost.reason
+
+
+def test_a_pool_larger_than_the_scheduler_says_so_only_when_it_is() -> None:
+    roomy = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 8192, "maxNumSeqs": 16})).plan
+    assert roomy.max_concurrency > 16
+    assert any("vLLM schedules at most maxNumSeqs=16" in n for n in roomy.notes)
+    tight = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 262144})).plan
+    assert tight.max_concurrency < tight.max_num_seqs
+    assert not any("schedules at most" in n for n in tight.notes)

@@ -4,7 +4,7 @@
 # dropped argument...); a mutant that no unit test kills is a bug the tests would not see.
 #
 #   hack/mutation.sh status            # one package of the core: status, sizing, render, observe
-#   hack/mutation.sh sizing/reserve.py # one module
+#   hack/mutation.sh sizing/reserve.py # one module, or several: sizing/cache.py sizing/memory.py
 #   hack/mutation.sh status --no-golden  # without the golden byte-diffs: behaviour only
 #
 # Slow (minutes to an hour a package on 2 cores), so not part of hack/test.sh: run it before a
@@ -17,15 +17,29 @@ source "$(dirname "$0")/lib.sh"
 ensure_venv
 cd "$ROOT"
 
-target="${1:?usage: hack/mutation.sh status|sizing|render|observe|PKG/MODULE.py [--no-golden|--show]}"
-mode="${2:-}"
-case "$target" in
-  status|sizing|render|observe) pattern="src/nemotron_operator/$target/*" ;;
-  */*.py) pattern="src/nemotron_operator/$target" ;;
-  *) echo "hack/mutation.sh: unknown target $target" >&2; exit 2 ;;
-esac
-[ -e "operator/nemotron_operator/${target}" ] || { echo "no such path: $target" >&2; exit 2; }
-name="$(echo "$target" | tr '/.' '__')"
+mode=""
+targets=()
+for arg in "$@"; do
+  case "$arg" in
+    --no-golden|--show) mode="$arg" ;;
+    *) targets+=("$arg") ;;
+  esac
+done
+[ "${#targets[@]}" -gt 0 ] || {
+  echo "usage: hack/mutation.sh status|sizing|render|observe|PKG/MODULE.py... [--no-golden|--show]" >&2
+  exit 2
+}
+patterns=()
+for target in "${targets[@]}"; do
+  case "$target" in
+    status|sizing|render|observe) patterns+=("src/nemotron_operator/$target/*") ;;
+    */*.py) patterns+=("src/nemotron_operator/$target") ;;
+    *) echo "hack/mutation.sh: unknown target $target" >&2; exit 2 ;;
+  esac
+  [ -e "operator/nemotron_operator/$target" ] || { echo "no such path: $target" >&2; exit 2; }
+done
+target="${targets[*]}"
+name="$(echo "$target" | tr '/. ' '__+')"
 [ "$mode" = "--no-golden" ] && name="$name-no-golden"
 work="$ROOT/.cache/mutation/$name"
 
@@ -54,11 +68,11 @@ cp -r "${MUTATION_TESTS_FROM:-tests}" "$work/tests"
 find "$work" -name __pycache__ -prune -exec rm -rf {} +
 # A pyproject of its own: pytest's settings without pythonpath=operator (mutmut puts mutants/src
 # first on sys.path and must be the only copy the tests can import), and mutmut's.
-"$PY" - "$work/pyproject.toml" "$pattern" "${tests[@]}" "${deselect[@]}" <<'EOF'
+"$PY" - "$work/pyproject.toml" "${patterns[*]}" "${tests[@]}" "${deselect[@]}" <<'EOF'
 import json, sys, tomllib
 from pathlib import Path
 
-out, pattern, *selection = sys.argv[1:]
+out, patterns, *selection = sys.argv[1:]
 pytest_opts = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
 lines = ["[tool.pytest.ini_options]"]
 for key, value in pytest_opts.items():
@@ -71,7 +85,7 @@ lines += [
     "",
     "[tool.mutmut]",
     'source_paths = ["src"]',
-    f"only_mutate = [{json.dumps(pattern)}]",
+    f"only_mutate = {json.dumps(patterns.split())}",
     f"pytest_add_cli_args_test_selection = {json.dumps(selection)}",
     'pytest_add_cli_args = ["-q", "-x", "-p", "no:cacheprovider", "--hypothesis-profile=mutation"]',
     "use_git_change_detection = false",

@@ -35,8 +35,10 @@ def test_missing_product_and_karpenter_advice() -> None:
     b200 = inventory([node("b1", "NVIDIA-B200")])
     found = check_capacity(b200, p, karpenter=True)
     assert not found.available
-    assert "the cluster has none" in found.message
-    assert "Karpenter NodePool should add the nodes" in found.message
+    assert found.message == (
+        "needs 1 node with 1 free NVIDIA-H200; the cluster has none: the Karpenter NodePool "
+        "should add the nodes"
+    )
 
 
 def test_unready_and_cordoned_nodes_do_not_count() -> None:
@@ -48,6 +50,10 @@ def test_unready_and_cordoned_nodes_do_not_count() -> None:
     found = check_capacity(inv, plan(inv, gpu={"count": 1}))
     assert not found.available
     assert found.slots_free == 0
+    # The product is there but no node can take a pod: the largest free slot is nothing.
+    assert found.message.startswith(
+        "needs 1 node with 1 free NVIDIA-H200; the largest free slot is 0"
+    )
 
 
 def test_zero_replicas_always_fit() -> None:

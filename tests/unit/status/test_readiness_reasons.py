@@ -346,3 +346,52 @@ def test_the_most_specific_reason_wins() -> None:
         pods = list(reversed(order[index:]))  # the winner is listed last
         found = blocker(pods, desired_replicas=len(pods) or 1, statefulsets=rolling)
         assert found.reason == reason
+
+
+# Objects with fields missing, as a half-written or foreign object can come.
+
+
+def test_missing_names_and_messages_read_as_question_marks_and_nothing() -> None:
+    nameless = pod(containerStatuses=[{"state": {"waiting": {"reason": "ErrImagePull"}}}])
+    del nameless["metadata"]["name"]
+    assert blocker([nameless]).message == (
+        "pod ? container ?: ErrImagePull; check spec.engine.image"
+    )
+    unschedulable = pod()
+    unschedulable["status"]["conditions"].append(
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    )
+    assert blocker([unschedulable]).message == "pod nano-0 cannot be scheduled: "
+
+
+def test_a_pod_without_labels_is_not_a_serving_pod() -> None:
+    bare = {"metadata": {"name": "x"}, "status": {"phase": "Running"}}
+    assert assess([bare, pod(ready=True)]) == Readiness(1, None)
+
+
+def test_a_statefulset_of_several_replicas_is_rolled_out_when_all_are_updated() -> None:
+    assert assess([pod(ready=True)], statefulsets=[sts(replicas=3)]) == Readiness(1, None)
+    behind = blocker([pod(ready=True)], statefulsets=[sts(replicas=3, updatedReplicas=2)])
+    assert behind == Blocker("RolloutInProgress", "StatefulSet nano: 2 of 3 pod(s) updated")
+
+
+def test_a_statefulset_without_generations_is_not_stale() -> None:
+    unnumbered = sts()
+    del unnumbered["metadata"]["generation"]
+    del unnumbered["status"]["observedGeneration"]
+    assert assess([pod(ready=True)], statefulsets=[unnumbered]) == Readiness(1, None)
+
+
+def test_every_pod_present_and_ready_yet_a_replica_short_says_how_many_replicas() -> None:
+    # Three ready pods carry replica 0's label and one carries replica 1's: four pods exist for
+    # two 2-node replicas, but only replica 0 is whole.
+    pods = [
+        pod("a", ready=True, replica="0"),
+        pod("b", ready=True, replica="0"),
+        pod("c", ready=True, replica="0"),
+        pod("d", ready=True, replica="1"),
+    ]
+    found = assess(
+        pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
+    )
+    assert found == Readiness(1, Blocker("WaitingForPods", "1 of 2 replica(s) ready"))

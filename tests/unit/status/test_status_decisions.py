@@ -14,6 +14,7 @@ from nemotron_operator.status import (
     StatusInputs,
     check_capacity,
     compute_status,
+    flipped,
 )
 from tests.unit.status.helpers import gpu_pod, inventory, node, plan, with_replicas
 
@@ -260,3 +261,17 @@ def test_lost_replicas_degrade_only_while_some_serve() -> None:
     assert half.ready == "1/2"
     assert _conditions(half)["Ready"].reason == "WaitingForPods"
     assert _conditions(half)["Ready"].message.startswith("1/2 replica(s) ready")
+
+
+def test_flipped_lists_only_conditions_whose_status_or_reason_changed() -> None:
+    first = compute_status(
+        _inputs(readiness=Readiness(0, Blocker("LoadingModel", "x"))), None, now=T0
+    )
+    again = compute_status(
+        _inputs(readiness=Readiness(0, Blocker("LoadingModel", "y"))), first, now=T1
+    )
+    assert flipped(first.conditions, again.conditions) == []  # only a message changed
+    ready = compute_status(_inputs(), again, now=T1)
+    changed = {c.type for c in flipped(again.conditions, ready.conditions)}
+    assert changed == {"Progressing", "Ready"}
+    assert {c.type for c in flipped([], ready.conditions)} == {c.type for c in ready.conditions}

@@ -4,6 +4,7 @@ memory model's) figure, in the row and column it claims. Pure (sizing.report ret
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -27,6 +28,7 @@ from .helpers import H100, NANO_BF16, SUPER_BF16, SUPER_VL_BF16, spec
 
 B200 = "NVIDIA-B200"
 L40S = "NVIDIA-L40S"
+SUPER_NVFP4 = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"
 
 
 def cells(line: str) -> list[str]:
@@ -241,3 +243,86 @@ def test_the_full_report_orders_its_sections_and_separates_them() -> None:
     assert not any(line.startswith("Context sweep on") for line in bare)
     facts = [line for line in lines if line.startswith("  - ")]
     assert all(f"  - {fact}" in facts for fact in result.model.unverified)
+
+
+def spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each cell: runs of text separated by two or more spaces."""
+    return [m.span() for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def assert_aligned(lines: list[str], right: set[int], *, indented: bool = False) -> None:
+    """Right-aligned columns end together, the others start together, in every full row
+    (``indented``: the first column nests sub-items, so only the right-aligned ones count)."""
+    width = len(spans(lines[0]))
+    rows = [spans(line) for line in lines if len(spans(line)) == width]
+    assert len(rows) >= 2
+    for column in range(width):
+        if indented and column not in right:
+            continue
+        edge = 1 if column in right else 0
+        assert len({row[column][edge] for row in rows}) == 1, (column, lines)
+
+
+def test_numbers_are_right_aligned_and_names_left_aligned() -> None:
+    result = plan_deployment(spec(NANO_BF16, capacity={"gpu": {"products": [H100, B200]}}))
+    assert_aligned(per_product(result, 2)[1:], right={1, 2, 3, 5, 6, 7, 8})
+    assert_aligned(memory_breakdown(result)[1:], right={1}, indented=True)
+    assert_aligned(sweep(result)[1:-1], right={0, 1, 2, 3})  # the last row carries a note
+    assert_aligned(rejected_lines(result.plan.rejected, 0)[1:], right={1, 2})
+
+
+def test_the_sweep_header_and_the_rows_differ_by_length() -> None:
+    result = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 131072}))
+    lines = sweep(result)
+    assert cells(lines[1]) == ["maxModelLen", "blocks/seq", "bytes/seq", "MaxConc"]
+    rows = {cells(line)[0]: cells(line) for line in lines[2:]}
+    assert float(rows["32768"][3]) > float(rows["131072"][3]) > float(rows["262144"][3])
+
+
+def test_expert_parallelism_shows_off_and_on() -> None:
+    nano = plan_deployment(spec(NANO_BF16, capacity={"gpu": {"products": [B200]}}))
+    assert nano.plan.tensor_parallel == 1
+    (row,) = [cells(line) for line in per_product(nano, 2)[2:]]
+    assert row[4] == "off"
+    assert "EP off" in chosen(nano.plan)[0]
+    vl = plan_deployment(spec(SUPER_VL_BF16)).plan
+    assert vl.expert_parallel
+    assert "EP on" in chosen(vl)[0]
+
+
+def test_two_products_that_fit_nowhere_both_get_their_row() -> None:
+    # One GPU: Super NVFP4's 70 GiB of weights fit a B200, not an L40S (45) or an H100 (80,
+    # less the reserve).
+    capacity = {"gpu": {"products": [B200, L40S, H100], "count": 1}}
+    result = plan_deployment(spec(SUPER_NVFP4, capacity=capacity))
+    rows = [cells(line) for line in per_product(result, 2)[2:]]
+    failing = [row for row in rows if row[1] == "-"]
+    assert [row[0] for row in failing] == [L40S, H100]
+    assert all(len(row) == 4 for row in failing)  # name, "-", "does not fit:", the reason
+
+
+def test_prefix_caching_off_is_said() -> None:
+    result = plan_deployment(spec(NANO_BF16, engine={"enablePrefixCaching": False}))
+    assert "prefix caching off" in header(result)[1]
+
+
+def test_notes_and_unverified_facts_get_sections_of_their_own() -> None:
+    capacity = {"gpu": {"products": [H100]}}
+    result = plan_deployment(spec(SUPER_NVFP4, capacity=capacity))
+    lines = full_report(result, min_concurrency=3, products=True, with_sweep=False)
+    assert "Best layout per GPU product (fewest GPUs holding minConcurrency 3):" in lines
+    notes = lines.index("Notes:")
+    facts = next(i for i, line in enumerate(lines) if line.startswith("Unverified catalog facts"))
+    assert notes < facts
+    assert lines[notes + 1].startswith("  - NVFP4 on NVIDIA-H100-80GB-HBM3 runs weight-only")
+    assert not any("unverified catalog fact" in line for line in lines[notes:facts])
+    assert lines[facts + 1] == f"  - {result.model.unverified[0]}"
+
+
+def test_the_report_says_how_many_rejections_it_left_out() -> None:
+    result = plan_deployment(spec(NANO_BF16))
+    plan = result.plan.model_copy(update={"rejected_omitted": 5})
+    shown = full_report(
+        replace(result, plan=plan), min_concurrency=2, products=False, with_sweep=False
+    )
+    assert shown[-1] == "  ... and 5 more"

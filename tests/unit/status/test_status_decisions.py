@@ -15,7 +15,9 @@ from nemotron_operator.status import (
     check_capacity,
     compute_status,
     flipped,
+    transition,
 )
+from nemotron_operator.status.conditions import ordered
 from tests.unit.status.helpers import gpu_pod, inventory, node, plan, with_replicas
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
@@ -260,7 +262,8 @@ def test_lost_replicas_degrade_only_while_some_serve() -> None:
     assert half.phase == "Degraded"
     assert half.ready == "1/2"
     assert _conditions(half)["Ready"].reason == "WaitingForPods"
-    assert _conditions(half)["Ready"].message.startswith("1/2 replica(s) ready")
+    # No pod-level reason: the count stands in for it.
+    assert _conditions(half)["Ready"].message == "1/2 replica(s) ready: 1/2 replica(s) ready"
 
 
 def test_flipped_lists_only_conditions_whose_status_or_reason_changed() -> None:
@@ -275,3 +278,21 @@ def test_flipped_lists_only_conditions_whose_status_or_reason_changed() -> None:
     changed = {c.type for c in flipped(again.conditions, ready.conditions)}
     assert changed == {"Progressing", "Ready"}
     assert {c.type for c in flipped([], ready.conditions)} == {c.type for c in ready.conditions}
+
+
+def test_ordered_puts_known_types_first_in_their_order_then_the_others_by_name() -> None:
+    status = compute_status(_inputs(), None, now=T0)
+    by_type = {c.type: c for c in status.conditions}
+    custom = [
+        c.model_copy(update={"type": name}) for name, c in (("Zeta", by_type["Ready"]),
+                                                             ("Alpha", by_type["Feasible"]))
+    ]  # fmt: skip
+    shuffled = [custom[0], by_type["Ready"], custom[1], by_type["Feasible"], by_type["Degraded"]]
+    assert [c.type for c in ordered(shuffled)] == ["Feasible", "Ready", "Degraded", "Alpha", "Zeta"]
+
+
+def test_a_message_longer_than_the_api_allows_is_cut_to_its_limit() -> None:
+    long = transition([], "Ready", "False", "X", "m" * 40000, generation=1, now=T0)
+    assert len(long.message) == 32768
+    exact = transition([], "Ready", "False", "X", "m" * 32768, generation=1, now=T0)
+    assert len(exact.message) == 32768

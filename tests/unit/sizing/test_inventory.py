@@ -200,3 +200,12 @@ def test_nodes_without_conditions_count_as_ready_and_sort_by_product_then_name()
     assert inventory.products() == ("NVIDIA-B200", "NVIDIA-H200")  # most GPUs first
     assert inventory.free_nodes("NVIDIA-B200", 8) == 2
     assert inventory.free_nodes("NVIDIA-B200", 9) == 0
+
+
+def test_a_catalog_product_keeps_the_clusters_own_label_as_its_name() -> None:
+    # "NVIDIA-B300" is an alias of the catalog's NVIDIA-B300-SXM6-AC; the plan's nodeSelector must
+    # carry the label the nodes have, not the catalog's spelling.
+    gpu = inventory_from_nodes([node("x", "NVIDIA-B300", 8)]).gpu_product("NVIDIA-B300")
+    assert gpu is not None
+    assert gpu.name == "NVIDIA-B300"
+    assert gpu.display_name != "NVIDIA-B300"  # the rest is the catalog's entry

@@ -326,3 +326,10 @@ def test_the_report_says_how_many_rejections_it_left_out() -> None:
         replace(result, plan=plan), min_concurrency=2, products=False, with_sweep=False
     )
     assert shown[-1] == "  ... and 5 more"
+
+
+def test_columns_of_different_widths_stay_aligned(super_on_three: PlanResult) -> None:
+    lines = per_product(super_on_three, 2)[1:]
+    pools = {cells(line)[7] for line in lines[1:]}
+    assert len({len(p) for p in pools}) > 1  # widths differ, so alignment shows
+    assert_aligned(lines, right={1, 2, 3, 5, 6, 7, 8})

@@ -209,3 +209,16 @@ def test_a_catalog_product_keeps_the_clusters_own_label_as_its_name() -> None:
     assert gpu is not None
     assert gpu.name == "NVIDIA-B300"
     assert gpu.display_name != "NVIDIA-B300"  # the rest is the catalog's entry
+
+
+@pytest.mark.parametrize(("phase", "free"), [("Failed", 8), ("Succeeded", 8), ("Pending", 6)])
+def test_finished_pods_hold_no_gpus(phase: str, free: int) -> None:
+    inventory = inventory_from_nodes([node("h1", "NVIDIA-H200", 8)], [pod("h1", 2, phase)])
+    assert inventory.nodes[0].free_gpus == free
+
+
+def test_a_node_with_a_single_gpu_counts() -> None:
+    inventory = inventory_from_nodes(
+        [node("one", "NVIDIA-L40S", 1), node("none", "NVIDIA-L40S", 0)]
+    )
+    assert [(n.name, n.gpus) for n in inventory.nodes] == [("one", 1)]

@@ -5,19 +5,32 @@ from __future__ import annotations
 
 import pytest
 
+from nemotron_operator.api import NemotronDeploymentSpec
 from nemotron_operator.api.plan import RejectedLayout
-from nemotron_operator.sizing import PlanningError, plan_deployment
+from nemotron_operator.sizing import Layout, PlanningError, plan_deployment
 from nemotron_operator.sizing.layouts import (
     MAX_PLANNED_PIPELINE,
     candidates,
     expert_parallel_default,
     precision_note,
+    structural_problem,
 )
 from nemotron_operator.sizing.planner import _clip
 from nemotron_operator.sizing.reserve import vision_encoder_bytes
 from nemotron_operator.sizing.result import nodes_for
 
-from .helpers import H8B, H100, NANO_BF16, SUPER_BF16, SUPER_FP8, SUPER_VL_BF16, gpu, model, spec
+from .helpers import (
+    H8B,
+    H100,
+    NANO_BF16,
+    SUPER_BF16,
+    SUPER_FP8,
+    SUPER_VL_BF16,
+    gpu,
+    model,
+    spec,
+    super_as_architecture,
+)
 
 A100 = "NVIDIA-A100-SXM4-80GB"
 B200 = "NVIDIA-B200"
@@ -137,6 +150,7 @@ def test_rejections_list_the_chosen_products_failures_first_then_why_others_lost
     assert plan.gpu_product == B200
     products = [r.gpu_product for r in plan.rejected]
     first_other = products.index(H100)
+    assert first_other > 0  # B200's own failures (one GPU cannot hold the weights) come first
     assert all(p == B200 for p in products[:first_other])
     lost = [r for r in plan.rejected if r.reason.startswith("fits on")]
     assert len(lost) == 1
@@ -159,3 +173,64 @@ def test_a_pool_larger_than_the_scheduler_says_so_only_when_it_is() -> None:
     tight = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 262144})).plan
     assert tight.max_concurrency < tight.max_num_seqs
     assert not any("schedules at most" in n for n in tight.notes)
+
+
+def _explicit(capacity: dict[str, object], **changes: object) -> PlanningError:
+    arch = super_as_architecture(**changes).to_wire()
+    body = {"model": {"id": "example/custom", "architecture": arch}, "capacity": capacity}
+    with pytest.raises(PlanningError) as caught:
+        plan_deployment(NemotronDeploymentSpec.model_validate(body))
+    return caught.value
+
+
+def test_tensor_parallelism_must_fit_the_mamba_groups_the_experts_and_the_expert_width() -> None:
+    tp4 = {"parallelism": {"tensor": 4}, "gpu": {"products": [H100]}}
+    groups = _explicit(tp4, mamba_n_groups=6)
+    assert "TP 4 neither divides nor is a multiple of the 6 Mamba groups" in groups.message
+    experts = _explicit({**tp4, "parallelism": {"tensor": 4, "expert": True}}, n_routed_experts=510)
+    assert "expert parallelism over 4 ranks does not divide the 510 experts" in experts.message
+    width = _explicit(
+        {**tp4, "parallelism": {"tensor": 4, "expert": False}}, moe_intermediate_size=2690
+    )
+    assert "TP 4 does not divide the expert width 2690" in width.message
+
+
+def test_expert_parallelism_on_a_dense_model_is_refused_with_the_field_to_unset() -> None:
+    problem = structural_problem(model(H8B), gpu(H100), Layout(2, 1, True))
+    assert (
+        problem == "expert parallelism needs an MoE model; unset spec.capacity.parallelism.expert"
+    )
+
+
+def test_one_layer_per_stage_is_allowed_but_not_fewer() -> None:
+    nano = model(NANO_BF16)
+    layers = nano.num_hidden_layers
+    b200 = gpu(B200)
+    at_limit = structural_problem(nano, b200, Layout(1, layers, False))
+    assert at_limit is None or "exceeds" not in at_limit
+    assert structural_problem(nano, b200, Layout(1, layers + 1, False)) == (
+        f"PP {layers + 1} exceeds the {layers} layers"
+    )
+
+
+def test_a_straddling_group_is_explained_in_full() -> None:
+    problem = structural_problem(model(SUPER_BF16), gpu(H100), Layout(4, 3, True))
+    assert problem == (
+        "12 GPUs on 2 nodes of 8 would split a TP 4 group across nodes (vLLM places ranks "
+        "evenly, node by node)"
+    )
+
+
+def test_the_long_context_note_names_the_switch_and_the_trained_length() -> None:
+    plan = plan_deployment(spec(SUPER_VL_BF16, engine={"maxModelLen": 1048576})).plan
+    assert (
+        "maxModelLen 1048576 exceeds the config's max_position_embeddings 262144: the server "
+        "runs with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (the model was trained to 1048576 tokens)"
+    ) in plan.notes
+
+
+def test_the_plan_rounds_concurrency_to_two_decimals() -> None:
+    result = plan_deployment(spec(SUPER_VL_BF16))
+    exact = result.memory.max_concurrency
+    assert round(exact, 3) != round(exact, 2)  # a third decimal to lose
+    assert result.plan.max_concurrency == round(exact, 2)

@@ -3,7 +3,10 @@ found by mutation testing (docs/testing.md), where a changed comparison or const
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from nemotron_operator.api import NemotronDeploymentSpec
 from nemotron_operator.api.plan import RejectedLayout
@@ -32,6 +35,7 @@ from .helpers import (
     super_as_architecture,
 )
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 A100 = "NVIDIA-A100-SXM4-80GB"
 B200 = "NVIDIA-B200"
 SUPER_NVFP4 = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"
@@ -234,3 +238,15 @@ def test_the_plan_rounds_concurrency_to_two_decimals() -> None:
     exact = result.memory.max_concurrency
     assert round(exact, 3) != round(exact, 2)  # a third decimal to lose
     assert result.plan.max_concurrency == round(exact, 2)
+
+
+def test_tensor_parallelism_must_divide_a_dense_mlp_width() -> None:
+    # examples/custom-architecture.yaml (a Nemotron-H 8B layout with '-' MLP layers), with a
+    # width no TP size above 1 divides.
+    example = yaml.safe_load((EXAMPLES / "custom-architecture.yaml").read_text(encoding="utf-8"))
+    spec_body = example["spec"]
+    spec_body["model"]["architecture"]["intermediateSize"] = 21505
+    spec_body["capacity"] = {"parallelism": {"tensor": 2}, "gpu": {"products": [H100]}}
+    with pytest.raises(PlanningError) as caught:
+        plan_deployment(NemotronDeploymentSpec.model_validate(spec_body))
+    assert "TP 2 does not divide the MLP width 21505" in caught.value.message

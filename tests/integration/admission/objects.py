@@ -63,6 +63,13 @@ def raw_bases() -> list[dict[str, Any]]:
         "parserName": "super_v3",
     }
     karpenter["status"]["nodePool"].update(provisioner="Karpenter", objectName="nd-super-vl")
+    karpenter["spec"]["gateway"] = {
+        "enabled": True,
+        "endpointPicker": {"image": "registry.example/epp:v1", "failureMode": "FailOpen"},
+        "httpRoute": {
+            "parentRefs": [{"name": "gw", "namespace": "gateways", "sectionName": "http"}]
+        },
+    }
     custom = load_example("custom-architecture.yaml")
     custom["metadata"]["name"] = "base-custom"
     custom["spec"]["model"]["architecture"]["parameters"].update(mtp=1, vision=1)

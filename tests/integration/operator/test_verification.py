@@ -123,7 +123,10 @@ def test_a_wrong_reasoning_split_keeps_the_pod_out_until_the_check_is_off(
     wait_ready(cluster)
     [pod] = serving_pods(cluster)
     assert "readinessGates" not in pod["spec"]
-    assert ready_addresses(cluster) == {pod["status"]["podIP"]}
+    # The EndpointSlice controller follows the pod's Ready a moment later.
+    cluster.wait_until(
+        lambda: ready_addresses(cluster) == {pod["status"]["podIP"]}, what="the pod in the Service"
+    )
     verified = condition(cluster, "Verified")
     assert (verified["status"], verified["reason"]) == ("Unknown", "CheckDisabled")
 

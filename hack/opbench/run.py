@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from opbench import report
-from opbench.api import GROUP_PATH, Client, RequestCounts, not_bench
+from opbench.api import GROUP_PATH, WRITE_VERBS, Client, RequestCounts, not_bench
 from opbench.collector import Collector, Key
 from opbench.procs import Child, CpuMeter, SimCluster
 from opbench.statusdiff import status_changes
@@ -240,6 +240,22 @@ class OperatorPhases:
         except RuntimeError as exc:
             return str(exc)
 
+    async def quiet_writes(self, quiet: float = 1.0, bound: float = 10.0) -> None:
+        """Until the operator has written nothing (Lease apart) for ``quiet`` seconds, at most
+        ``bound``: a status write and the Events of its condition changes are two requests, and
+        an idle window that starts between them would count the Event without the change."""
+        deadline = time.monotonic() + bound
+        while time.monotonic() < deadline:
+            counts = await self.client.counts()
+            latest = max(
+                (r["last"] for r in counts.of(not_bench)
+                 if r["verb"] in WRITE_VERBS and r["resource"] != "leases"),
+                default=0.0,
+            )  # fmt: skip
+            if time.time() - latest >= quiet:
+                return
+            await asyncio.sleep(0.2)
+
     async def idle(self, results: dict[str, Any]) -> None:
         """Everything converged and Ready; the operator's timers keep running."""
         operator = self.running()
@@ -247,6 +263,7 @@ class OperatorPhases:
         report.say(
             f"operator: idle for {rss_window:.0f} s (writes counted over {writes_window:.0f} s)"
         )
+        await self.quiet_writes()
         before = await self.statuses()
         await self.client.reset_counts()
         cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()

@@ -58,7 +58,13 @@ async def scrape_pods(
                     if response.status != 200:
                         result.failures[target.pod] = f"HTTP {response.status}"
                         return
-                    body = await response.content.read(_MAX_BODY_BYTES)
+                    # StreamReader.read(n) returns what has arrived, up to n bytes: a body of
+                    # several TCP segments must be read to its end, or it is cut mid-line.
+                    body = bytearray()
+                    async for chunk in response.content.iter_chunked(2**16):
+                        body += chunk
+                        if len(body) > _MAX_BODY_BYTES:
+                            raise MetricsParseError(f"a /metrics body over {_MAX_BODY_BYTES} bytes")
                     at = clock()
                     wall = wall_clock() if wall_clock is not None else None
                 sample = parse_pod_metrics(body.decode("utf-8", "replace"), at, wall)

@@ -210,3 +210,42 @@ async def test_the_plan_check_runs_once_per_pod_start(http: aiohttp.ClientSessio
     finally:
         for stub in stubs:
             await stub.stop()
+
+
+async def test_a_body_sent_in_pieces_is_read_to_its_end(http: aiohttp.ClientSession) -> None:
+    """A /metrics body that arrives in several TCP segments is parsed whole: the scraper read
+    only what had arrived (StreamReader.read(n)) and cut the text mid-line before."""
+    from aiohttp import web
+
+    stub = await start()
+    try:
+        async with http.get(f"{stub.url}/metrics") as response:
+            text = await response.read()
+    finally:
+        await stub.stop()
+    cut = text.index(b"vllm:cache_config_info{") + len(b"vllm:cache_config_info")
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        answer = web.StreamResponse(headers={"Content-Type": "text/plain; version=0.0.4"})
+        await answer.prepare(request)
+        await answer.write(text[:cut])
+        await asyncio.sleep(0.2)  # the rest of the body comes later
+        await answer.write(text[cut:])
+        await answer.write_eof()
+        return answer
+
+    app = web.Application()
+    app.router.add_get("/metrics", slow)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, loopback_host(), 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    try:
+        target = ScrapeTarget("uid-1", "pod-0", f"http://{host}:{port}/metrics")
+        result = await scrape_pods(http, [target], clock=time.monotonic)
+    finally:
+        await runner.cleanup()
+    assert result.failures == {}
+    sample = result.samples["uid-1"]
+    assert sample.cache_config is not None

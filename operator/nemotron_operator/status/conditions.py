@@ -4,20 +4,13 @@ condition's status flips. Pure (time is passed in)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import get_args
 
 from nemotron_operator.api import Condition
+from nemotron_operator.api.status import ConditionType
 
-# The order conditions are listed in status (new types go at the end).
-ORDER: tuple[str, ...] = (
-    "Feasible",
-    "CapacityAvailable",
-    "Progressing",
-    "Ready",
-    "Degraded",
-    "PlanAccurate",
-    "InferenceGateway",
-    "Verified",
-)
+# The order conditions are listed in status (new types go at the end): the API's own list.
+ORDER: tuple[str, ...] = get_args(ConditionType)
 
 
 def transition(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.api import Plan
+from nemotron_operator.api import Plan, PlanCheck
 from nemotron_operator.sizing import GpuInventory, inventory_from_nodes, plan_deployment
 from tests.unit.sizing.helpers import spec
 
@@ -46,4 +46,22 @@ def with_replicas(p: Plan, replicas: int) -> Plan:
     nodes = replicas * p.nodes_per_replica
     return p.model_copy(
         update={"replicas": replicas, "nodes": nodes, "total_gpus": replicas * p.gpus_per_replica}
+    )
+
+
+def plan_check(blocks: int, checked_at: str = "2026-01-01T00:00:00Z") -> PlanCheck:
+    """A plan check of ``blocks`` 16-token blocks, exactly as planned (no deviation)."""
+    return PlanCheck.model_validate(
+        {
+            "kvCacheBlocks": blocks,
+            "kvCacheTokens": blocks * 16,
+            "maxConcurrency": 1.0,
+            "blockSizeTokens": 16,
+            "blocksDeviation": 0.0,
+            "tokensDeviation": 0.0,
+            "concurrencyDeviation": 0.0,
+            "pod": "x-0",
+            "podsChecked": 1,
+            "checkedAt": checked_at,
+        }
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.api import NemotronDeploymentStatus, PlanCheck
+from nemotron_operator.api import NemotronDeploymentStatus
 from nemotron_operator.status import (
     Blocker,
     Capacity,
@@ -18,7 +18,7 @@ from nemotron_operator.status import (
     transition,
 )
 from nemotron_operator.status.conditions import ordered
-from tests.unit.status.helpers import gpu_pod, inventory, node, plan, with_replicas
+from tests.unit.status.helpers import gpu_pod, inventory, node, plan, plan_check, with_replicas
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 H200 = "NVIDIA-H200"
@@ -200,29 +200,12 @@ def test_the_autoscalers_capacity_problem_outranks_the_inventory() -> None:
     )
 
 
-def _plan_check(blocks: int) -> PlanCheck:
-    return PlanCheck.model_validate(
-        {
-            "kvCacheBlocks": blocks,
-            "kvCacheTokens": blocks * 16,
-            "maxConcurrency": 1.0,
-            "blockSizeTokens": 16,
-            "blocksDeviation": 0.0,
-            "tokensDeviation": 0.0,
-            "concurrencyDeviation": 0.0,
-            "pod": "x-0",
-            "podsChecked": 1,
-            "checkedAt": T0,
-        }
-    )
-
-
 def test_plan_check_is_carried_over_until_a_new_one_arrives() -> None:
-    first = compute_status(_inputs(plan_check=_plan_check(100)), None, now=T0)
+    first = compute_status(_inputs(plan_check=plan_check(100)), None, now=T0)
     assert first.plan_check is not None
     kept = compute_status(_inputs(), first, now=T1)
-    assert kept.plan_check == _plan_check(100)
-    replaced = compute_status(_inputs(plan_check=_plan_check(90)), kept, now=T1)
+    assert kept.plan_check == plan_check(100)
+    replaced = compute_status(_inputs(plan_check=plan_check(90)), kept, now=T1)
     assert replaced.plan_check is not None
     assert replaced.plan_check.kv_cache_blocks == 90
 

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nemotron_operator.api import NemotronDeploymentStatus, PlanCheck, Throughput
+from nemotron_operator.api import NemotronDeploymentStatus, Throughput
 from nemotron_operator.status import (
     Blocker,
     Capacity,
@@ -19,7 +19,7 @@ from nemotron_operator.status import (
     compute_status,
 )
 from nemotron_operator.status.conditions import ORDER
-from tests.unit.status.helpers import inventory, node, plan, with_replicas
+from tests.unit.status.helpers import inventory, node, plan, plan_check, with_replicas
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 # max_examples comes from the active profile: hypothesis' 100, hack/mutation.sh's 25.
@@ -50,23 +50,7 @@ capacities = mostly(st.builds(Capacity, st.booleans(), words, st.integers(0, 6),
 blockers = st.one_of(st.none(), st.builds(Blocker, st.sampled_from(STUCK + MOVING), words))
 plan_checks = st.one_of(
     st.none(),
-    st.builds(
-        lambda blocks: PlanCheck.model_validate(
-            {
-                "kvCacheBlocks": blocks,
-                "kvCacheTokens": blocks * 16,
-                "maxConcurrency": 1.0,
-                "blockSizeTokens": 16,
-                "blocksDeviation": 0.0,
-                "tokensDeviation": 0.0,
-                "concurrencyDeviation": 0.0,
-                "pod": "x-0",
-                "podsChecked": 1,
-                "checkedAt": T0,
-            }
-        ),
-        st.integers(0, 1000),
-    ),
+    st.builds(plan_check, st.integers(0, 1000)),
 )
 verdicts = st.one_of(
     st.none(),

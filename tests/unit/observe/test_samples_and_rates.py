@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from nemotron_operator.observe import samples as s
 from nemotron_operator.observe.samples import MetricsParseError, PodSample, parse_pod_metrics
@@ -81,29 +82,77 @@ def test_garbage_is_refused() -> None:
 
 
 def test_series_the_operator_does_not_read_are_never_parsed() -> None:
-    # Only the used families reach prometheus_client's parser: a value in another series that it
-    # would refuse does not cost the sample, and the used series read the same.
+    # Only the used series are split into name, labels and value: a value in another series that
+    # a parser would refuse does not cost the sample, and the used series read the same.
     metrics = stand_in()
     metrics.generation_tokens.inc(7)
     metrics.time_to_first_token.observe(0.3)
     metrics.publish_cache_config({"block_size": "16"})
     metrics.mark_changed()
     text = metrics.exposition().decode()
-    kept = s.used_lines(text).splitlines()
-    names = {line.split("{")[0].split()[0] for line in kept if not line.startswith("#")}
+    names = {name for name, _, _ in s.used_samples(text)}
     assert names == {
         *s.USED_SERIES,
         *(f"{name}_created" for name in s.COUNTERS),
-        f"{s.TTFT}_created",
     }
-    # The stand-in publishes vLLM's whole set of latency histograms: most lines are dropped.
-    assert len(kept) < len(text.splitlines()) / 3
+    # The stand-in publishes vLLM's whole set of latency histograms: most lines are not read.
+    assert len(s.used_samples(text)) < len(text.splitlines()) / 3
     unread = 'vllm:request_success_total{engine="0"} not-a-number\n'
     assert parse_pod_metrics(unread + text, 1.0) == parse_pod_metrics(text, 1.0)
     sample = parse_pod_metrics(text, 1.0)
     assert sample.counters[s.GENERATION_TOKENS] == 7
     assert sample.cache_config is not None
     assert sample.cache_config.integer("block_size") == 16
+
+
+def test_the_used_series_read_as_prometheus_client_reads_them() -> None:
+    # prometheus_client's own parser is the reference for the text format: escapes in label
+    # values, `}` and `,` inside quotes, a timestamp, blanks and comments between samples.
+    metrics = stand_in()
+    metrics.generation_tokens.inc(11)
+    metrics.prompt_tokens.inc(3)
+    metrics.time_to_first_token.observe(0.07)
+    metrics.publish_cache_config(
+        {"block_size": "16", "odd": 'a "quoted" \\ back}slash,\nnew line', "empty": ""}
+    )
+    metrics.mark_changed()
+    text = metrics.exposition().decode() + (
+        "\n# a comment\n  \n"
+        'vllm:num_requests_waiting{engine="1",model_name="m}{,"} 4 1700000000000\n'
+    )
+    reference = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name in {name for name, _, _ in s.used_samples(text)}
+    }
+    ours = {
+        (name, tuple(sorted(s.labels_of(label_text).items()))): value
+        for name, label_text, value in s.used_samples(text)
+    }
+    assert ours == reference
+    sample = parse_pod_metrics(text, 1.0)
+    assert sample.gauges[s.REQUESTS_WAITING] == 4
+    assert sample.cache_config is not None
+    assert sample.cache_config.labels["odd"] == 'a "quoted" \\ back}slash,\nnew line'
+    assert sample.cache_config.labels["empty"] == ""
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'vllm:num_requests_running{engine="0"}',  # no value
+        'vllm:num_requests_running{engine="0"} 1 2 3',  # more than a timestamp
+        "vllm:num_requests_running{engine=0} 1",  # an unquoted label value
+        'vllm:time_to_first_token_seconds_bucket{engine="0"} 1',  # a bucket without `le`
+        'vllm:time_to_first_token_seconds_bucket{le="x"} 1',  # a bound that is no number
+        'vllm:num_requests_running{engine="0"} one',  # a value that is no number
+    ],
+)
+def test_a_broken_line_of_a_used_series_is_refused_with_its_number(line: str) -> None:
+    text = f"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_waiting 0\n{line}\n"
+    with pytest.raises(MetricsParseError, match=r"line 3: |without `le`|le=.x."):
+        parse_pod_metrics(text, 0.0)
 
 
 def test_a_counter_typed_without_its_total_suffix_still_counts() -> None:

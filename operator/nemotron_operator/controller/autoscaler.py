@@ -56,6 +56,11 @@ class Autoscaler:
             self._problems.pop(key, None)
         return self._problems.get(key)
 
+    def scales(self, key: Key) -> bool:
+        """``key`` has autoscaling: its figures must be scraped at the busy pace."""
+        view = self._views.get(key)
+        return view is not None and view.autoscaling is not None
+
     def problem(self, key: Key) -> str | None:
         """The capacity problem status shows for ``key`` (for the reconcile's fingerprint)."""
         return self._problems.get(key)

@@ -56,7 +56,13 @@ class Controller:
             on_restart=self.metrics.watch_restarted,
         )
         self.autoscaler = Autoscaler(kube, self.queue)
-        self.scraper = Scraper(config, self.queue, self.metrics, after_tick=self.autoscaler.tick)
+        self.scraper = Scraper(
+            config,
+            self.queue,
+            self.metrics,
+            after_tick=self.autoscaler.tick,
+            keeps_pace=self.autoscaler.scales,
+        )
         self.reconciler = Reconciler(
             kube,
             config,

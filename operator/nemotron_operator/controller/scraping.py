@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 _MAX_PARALLEL_DEPLOYMENTS = 8
 # Called after a deployment's timer tick with the last figures (None: never sampled).
 TickHook = Callable[[Key, ThroughputFigures | None], Awaitable[None]]
+# Whether a deployment's figures drive something that needs every tick (its autoscaler).
+PaceHook = Callable[[Key], bool]
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,15 @@ class Scraper:
         metrics: OperatorMetrics,
         *,
         after_tick: TickHook,
+        keeps_pace: PaceHook = lambda key: False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.queue = queue
         self.metrics = metrics
         self.after_tick = after_tick
+        self.keeps_pace = keeps_pace
+        self.clock = clock
         self._states: dict[Key, _State] = {}
         self._session: aiohttp.ClientSession | None = None  # while the timer runs
 
@@ -176,7 +182,7 @@ class Scraper:
         result = await scrape_pods(
             self._session,
             view.targets,
-            clock=time.monotonic,
+            clock=self.clock,
             per_pod_timeout=self.config.scrape_timeout_seconds,
             concurrency=self.config.scrape_concurrency,
             wall_clock=time.time,
@@ -185,7 +191,7 @@ class Scraper:
             self.metrics.scrape_finished(result.outcome(target.pod))
         if result.failures:
             logger.info("%s/%s: no metrics from %s", *key, result.failures)
-        state.scraped_at = time.monotonic()
+        state.scraped_at = self.clock()
         if self._states.get(key) is not state:
             return False  # forgotten while scraping
         update = state.tracker.update(
@@ -206,6 +212,33 @@ class Scraper:
             state.revision += 1
             logger.debug("%s/%s: status to update: %s", *key, ", ".join(moved))
         return bool(moved)
+
+    def _quiet_interval(self) -> float:
+        """The quiet pace, less half a tick: the timer's ticks land a little late or early."""
+        return self._quiet_seconds() - self.config.scrape_seconds / 2
+
+    def _quiet_seconds(self) -> float:
+        quiet = self.config.scrape_quiet_seconds
+        return 4 * self.config.scrape_seconds if quiet is None else quiet
+
+    def _quiet(self, key: Key, state: _State) -> bool:
+        """Every ready leader answered the last scrape, and it saw no request and no token
+        since the one before; no autoscaler reads the figures. New traffic shows within
+        the quiet interval (the next scrape returns the deployment to the busy pace)."""
+        figures = state.tracker.last_figures
+        if figures is None or self._quiet_seconds() <= 0 or self.keeps_pace(key):
+            return False
+        targets = len(state.view.targets) if state.view is not None else 0
+        return (
+            targets > 0
+            and figures.pods_sampled == targets
+            and figures.pods_with_rates == targets
+            and not figures.unresponsive_pods
+            and figures.requests_running == 0
+            and figures.requests_waiting == 0
+            and figures.generation_tokens_per_second == 0
+            and figures.prompt_tokens_per_second == 0
+        )
 
     @staticmethod
     def _parts(state: _State) -> ScrapedParts:
@@ -256,9 +289,12 @@ class Scraper:
             return
         async with state.scraping:
             view = state.view
+            since = self.clock() - state.scraped_at
             # Just sampled by a reconcile: rates over a fraction of an interval would be noise.
-            recent = time.monotonic() - state.scraped_at < self.config.scrape_seconds / 2
-            if not recent and await self._scrape(key, state, view):
+            recent = since < self.config.scrape_seconds / 2
+            # No traffic and nothing driven by the figures: the quiet pace (docs/observability.md).
+            slow = self._quiet(key, state) and since < self._quiet_interval()
+            if not recent and not slow and await self._scrape(key, state, view):
                 self.queue.add(key)
         if self._states.get(key) is not state:
             return

@@ -45,6 +45,10 @@ class OperatorConfig:
     # The metrics scraper (docs/observability.md): every serving pod's /metrics this often
     # (0: off), a timeout per pod, pods scraped at once, and the plan check's shortfall threshold.
     scrape_seconds: float = 30.0
+    # A deployment with no traffic and no autoscaler is scraped this often instead (None: 4 ×
+    # scrape_seconds; 0: always every scrape_seconds): at 1,000 idle deployments the scrapes
+    # were most of the operator's idle CPU (docs/benchmarks.md).
+    scrape_quiet_seconds: float | None = None
     scrape_timeout_seconds: float = 2.0
     scrape_concurrency: int = 16
     plan_shortfall_threshold: float = 0.05
@@ -105,6 +109,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--kubeconfig", help="kubeconfig file (default: KUBECONFIG, else in-cluster)")
     add("--scrape-seconds", type=float, help="scrape serving pods' /metrics this often (30; 0 off)")
+    add(
+        "--scrape-quiet-seconds",
+        type=float,
+        help="scrape deployments with no traffic and no autoscaling this often "
+        "(default 4 x --scrape-seconds; 0: as often as the others)",
+    )
     add("--scrape-timeout-seconds", type=float, help="timeout of one pod's scrape (default 2)")
     add("--scrape-concurrency", type=int, help="pods scraped at once (default 16)")
     add(
@@ -150,6 +160,7 @@ def config_from_args(
         "retry-max-seconds",
         "liveness-stale-seconds",
         "scrape-seconds",
+        "scrape-quiet-seconds",
         "scrape-timeout-seconds",
         "plan-shortfall-threshold",
     ):
@@ -184,6 +195,12 @@ def _check(config: OperatorConfig) -> None:
         raise ValueError("--workers must be ≥ 1")
     if config.scrape_seconds < 0 or config.scrape_timeout_seconds <= 0:
         raise ValueError("--scrape-seconds must be ≥ 0 and --scrape-timeout-seconds > 0")
+    quiet = config.scrape_quiet_seconds
+    if quiet is not None and quiet != 0 and quiet < config.scrape_seconds:
+        raise ValueError(
+            "--scrape-quiet-seconds must be 0 (off) or ≥ --scrape-seconds "
+            f"({config.scrape_seconds:g})"
+        )
     if config.scrape_concurrency < 1:
         raise ValueError("--scrape-concurrency must be ≥ 1")
     if not 0 < config.plan_shortfall_threshold < 1:

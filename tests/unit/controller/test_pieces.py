@@ -96,6 +96,15 @@ def test_configuration_from_flags_and_environment() -> None:
         _config(["--resync-seconds=0"], {})
 
 
+def test_the_quiet_scrape_pace_is_checked_against_the_busy_one() -> None:
+    assert _config([], {}).scrape_quiet_seconds is None  # 4 x --scrape-seconds
+    assert _config(["--scrape-quiet-seconds=0"], {}).scrape_quiet_seconds == 0
+    environ = {"NEMOTRON_OPERATOR_SCRAPE_QUIET_SECONDS": "600"}
+    assert _config([], environ).scrape_quiet_seconds == 600
+    with pytest.raises(ValueError, match=r"--scrape-quiet-seconds .* ≥ --scrape-seconds \(30\)"):
+        _config(["--scrape-quiet-seconds=10"], {})
+
+
 def test_retry_delays_honour_retry_after_and_back_off() -> None:
     throttled = ApiError(429, "TooManyRequests", "slow down", retry_after=7)
     assert throttled.action is Action.RETRY_LATER

@@ -36,6 +36,7 @@ class Pods:
     in_flight: Counter[str] = field(default_factory=Counter)
     most_at_once: Counter[str] = field(default_factory=Counter)
     started: float = field(default_factory=lambda: time.time() - 60.0)
+    generated: float = 0.0  # vllm:generation_tokens_total
 
     async def metrics(self, request: web.Request) -> web.Response:
         host = request.host.split(":")[0]
@@ -49,7 +50,7 @@ class Pods:
         labels = '{engine="0",model_name="demo"}'
         text = (
             "# TYPE vllm:generation_tokens counter\n"
-            f"vllm:generation_tokens_total{labels} 0.0\n"
+            f"vllm:generation_tokens_total{labels} {self.generated}\n"
             f"vllm:generation_tokens_created{labels} {self.started}\n"
             "# TYPE vllm:num_requests_running gauge\n"
             f"vllm:num_requests_running{labels} 0.0\n"
@@ -94,7 +95,7 @@ class Ticks:
 
 @pytest.fixture
 async def scraper() -> AsyncIterator[Scraper]:
-    config = OperatorConfig(scrape_seconds=30.0, scrape_timeout_seconds=2.0)
+    config = OperatorConfig(scrape_seconds=30.0, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0)
     found = Scraper(config, WorkQueue(), OperatorMetrics(), after_tick=Ticks())
     async with aiohttp.ClientSession() as session:
         found._session = session  # as run() sets it
@@ -137,7 +138,9 @@ async def test_a_reconcile_never_scrapes_while_the_timer_does(
     served: tuple[Pods, list[str]], scraper: Scraper
 ) -> None:
     pods, ips = served
-    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    scraper.config = OperatorConfig(
+        scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
+    )
     await seen(scraper, [pod("p0", ips[0])])
     await asyncio.sleep(0.1)  # the timer's next tick is due
     pods.delay = 0.3
@@ -154,7 +157,9 @@ async def test_the_timer_skips_a_deployment_a_reconcile_has_just_sampled(
     await seen(scraper, [pod("p0", ips[0])])
     await scraper.tick(KEY)  # within half an interval: rates would be noise
     assert pods.hits[ips[0]] == 1
-    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    scraper.config = OperatorConfig(
+        scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
+    )
     await asyncio.sleep(0.05)
     await scraper.tick(KEY)
     assert pods.hits[ips[0]] == 2
@@ -177,7 +182,9 @@ async def test_each_tick_hands_the_last_figures_on_and_a_forgotten_deployment_no
     _, ips = served
     ticks = scraper.after_tick
     assert isinstance(ticks, Ticks)
-    scraper.config = OperatorConfig(scrape_seconds=0.1, scrape_timeout_seconds=2.0)
+    scraper.config = OperatorConfig(
+        scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
+    )
     await seen(scraper, [pod("p0", ips[0])])
     await asyncio.sleep(0.06)
     await scraper.tick(KEY)
@@ -208,3 +215,88 @@ def test_only_ready_leaders_with_an_ip_are_scraped() -> None:
     assert [(t.pod, t.key, t.url) for t in targets] == [
         ("a-0", "uid-a-0", "http://127.9.0.1:8000/metrics")
     ]
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def paced(clock: Clock, *, autoscaled: bool = False, quiet_seconds: float = 120.0) -> Scraper:
+    config = OperatorConfig(
+        scrape_seconds=30.0, scrape_quiet_seconds=quiet_seconds, scrape_timeout_seconds=2.0
+    )
+    return Scraper(
+        config,
+        WorkQueue(),
+        OperatorMetrics(),
+        after_tick=Ticks(),
+        keeps_pace=lambda key: autoscaled,
+        clock=clock,
+    )
+
+
+async def ticks_scraped(scraper: Scraper, clock: Clock, pods: Pods, ip: str, n: int) -> list[int]:
+    """Tick ``n`` times, 30 s apart; the ticks (1-based) that scraped the pod."""
+    scraped = []
+    for number in range(1, n + 1):
+        clock.now += 30.0
+        before = pods.hits[ip]
+        await scraper.tick(KEY)
+        if pods.hits[ip] > before:
+            scraped.append(number)
+    return scraped
+
+
+@pytest.mark.parametrize(
+    ("autoscaled", "quiet_seconds", "expected"),
+    [
+        # No traffic (the first sample's rates, from the pod's start, are 0 already): every 120 s.
+        (False, 120.0, [4, 8]),
+        (True, 120.0, list(range(1, 11))),  # an autoscaler reads every tick's figures
+        (False, 0.0, list(range(1, 11))),  # the quiet pace switched off
+    ],
+)
+async def test_a_deployment_without_traffic_is_scraped_at_the_quiet_pace(
+    served: tuple[Pods, list[str]], autoscaled: bool, quiet_seconds: float, expected: list[int]
+) -> None:
+    pods, ips = served
+    clock = Clock()
+    scraper = paced(clock, autoscaled=autoscaled, quiet_seconds=quiet_seconds)
+    async with aiohttp.ClientSession() as session:
+        scraper._session = session
+        await scraper.seen(KEY, None, [pod("p0", ips[0])], None)  # the first sample
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 10) == expected
+
+
+async def test_traffic_returns_a_quiet_deployment_to_the_busy_pace(
+    served: tuple[Pods, list[str]],
+) -> None:
+    pods, ips = served
+    clock = Clock()
+    scraper = paced(clock)
+    async with aiohttp.ClientSession() as session:
+        scraper._session = session
+        await scraper.seen(KEY, None, [pod("p0", ips[0])], None)
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 4) == [4]  # quiet from the start
+        pods.generated = 500.0  # requests arrive
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 4) == [4]  # seen 120 s later
+        # Tokens moved over that interval: the busy pace until a scrape sees none again.
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 6) == [1, 5]
+
+
+async def test_a_new_ready_leader_ends_the_quiet_pace(served: tuple[Pods, list[str]]) -> None:
+    pods, ips = served
+    clock = Clock()
+    scraper = paced(clock)
+    async with aiohttp.ClientSession() as session:
+        scraper._session = session
+        await scraper.seen(KEY, None, [pod("p0", ips[0])], None)
+        await ticks_scraped(scraper, clock, pods, ips[0], 2)
+        await scraper.seen(KEY, None, [pod("p0", ips[0]), pod("p1", ips[1])], None)
+        # p1 was sampled by the reconcile but not by a tick with p0: the busy pace until one
+        # tick's scrape of both pods has seen no traffic.
+        assert await ticks_scraped(scraper, clock, pods, ips[1], 6) == [1, 5]

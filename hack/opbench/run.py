@@ -256,6 +256,29 @@ class OperatorPhases:
                 return
             await asyncio.sleep(0.2)
 
+    def scrape_seconds(self) -> float:
+        """The operator's --scrape-seconds (from its environment or command line; default 30)."""
+        argv = self.args.operator_argv or []
+        for index, arg in enumerate(argv):
+            if arg.startswith("--scrape-seconds="):
+                return float(arg.split("=", 1)[1])
+            if arg == "--scrape-seconds" and index + 1 < len(argv):
+                return float(argv[index + 1])
+        return float(self.env.get("NEMOTRON_OPERATOR_SCRAPE_SECONDS", 30.0))
+
+    async def first_ticks_after_ready(self) -> float:
+        """Until one scrape interval (+ 5 s) has passed since the last deployment settled: a
+        fresh pod's first figures count from its vLLM's start (and its verification requests);
+        the first timer tick after Ready writes the rates once more (docs/observability.md).
+        That write belongs to the rollout, not to idle. Seconds waited."""
+        settled = [t.settled for t in self.collector.tracks.values() if t.settled is not None]
+        if not settled:
+            return 0.0
+        wait = max(settled) + self.scrape_seconds() + 5.0 - time.perf_counter()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return round(max(0.0, wait), 1)
+
     async def idle(self, results: dict[str, Any]) -> None:
         """Everything converged and Ready; the operator's timers keep running."""
         operator = self.running()
@@ -263,6 +286,7 @@ class OperatorPhases:
         report.say(
             f"operator: idle for {rss_window:.0f} s (writes counted over {writes_window:.0f} s)"
         )
+        waited = await self.first_ticks_after_ready()
         await self.quiet_writes()
         before = await self.statuses()
         await self.client.reset_counts()
@@ -287,6 +311,7 @@ class OperatorPhases:
             "lease_writes": at_writes.writes(not_bench, leases=True),
             "by_verb": at_writes.by_verb(not_bench),
             "by_verb_and_resource": at_writes.by_verb_and_resource(not_bench),
+            "waited_for_first_scrape_ticks_s": waited,
             "writes_whole_window": whole.writes(not_bench),
             "whole_window_seconds": round(seconds, 1),
             "status_changes": status_changes(before, await self.statuses()),

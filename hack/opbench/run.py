@@ -267,14 +267,16 @@ class OperatorPhases:
         return float(self.env.get("NEMOTRON_OPERATOR_SCRAPE_SECONDS", 30.0))
 
     async def first_ticks_after_ready(self) -> float:
-        """Until one scrape interval (+ 5 s) has passed since the last deployment settled: a
+        """Until two scrape intervals (+ 5 s) have passed since the last deployment settled: a
         fresh pod's first figures count from its vLLM's start (and its verification requests);
         the first timer tick after Ready writes the rates once more (docs/observability.md).
         That write belongs to the rollout, not to idle. Seconds waited."""
         settled = [t.settled for t in self.collector.tracks.values() if t.settled is not None]
         if not settled:
             return 0.0
-        wait = max(settled) + self.scrape_seconds() + 5.0 - time.perf_counter()
+        # A tick within half an interval of the reconcile's first sample skips it: the first
+        # rates after Ready can come two intervals later.
+        wait = max(settled) + 2 * self.scrape_seconds() + 5.0 - time.perf_counter()
         if wait > 0:
             await asyncio.sleep(wait)
         return round(max(0.0, wait), 1)

@@ -31,6 +31,7 @@ from tests.integration.operator.helpers import (
     STATEFULSETS,
     apply,
     children,
+    condition,
     deployment,
     status,
     wait_ready,
@@ -164,6 +165,62 @@ def test_a_watch_refused_410_after_compaction_lists_again_and_repairs(
     ]  # fmt: skip
     assert watches
     assert lists, "no LIST of Services after the refused watch"
+
+
+def _node_ready(cluster: KubeHandle, node: str) -> str:
+    found = cluster.request("GET", f"/api/v1/nodes/{node}")
+    conditions = found["status"]["conditions"]
+    return next(str(c["status"]) for c in conditions if c["type"] == "Ready")
+
+
+def _taints(cluster: KubeHandle, node: str) -> set[str]:
+    found = cluster.request("GET", f"/api/v1/nodes/{node}")
+    return {t["key"] for t in found["spec"].get("taints") or []}
+
+
+def test_a_lost_gpu_node_degrades_the_deployment_naming_it_and_it_recovers(
+    operator_process: OperatorProcess,
+) -> None:
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    apply(cluster, deployment())
+    wait_ready(cluster)
+    (pod,) = children(cluster, PODS)
+    node, name = pod["spec"]["nodeName"], pod["metadata"]["name"]
+    capacity_before = condition(cluster, "CapacityAvailable")["message"]
+    stopped = time.monotonic()
+    cluster.call(lambda c: c.nodes.stop_heartbeat(node) if c.nodes else None)
+    # kube-controller-manager (8 s grace here; 50 s by default) marks the node Unknown and
+    # taints it; the operator says which node and which pod.
+    cluster.wait_until(lambda: _node_ready(cluster, node) == "Unknown", seconds=60,
+                       what="the node marked Unknown")  # fmt: skip
+    cluster.wait_until(lambda: "node.kubernetes.io/unreachable" in _taints(cluster, node),
+                       seconds=30, what="the unreachable taint")  # fmt: skip
+    degraded = cluster.wait_until(
+        lambda: (found := condition(cluster, "Degraded")).get("reason") == "NodeLost" and found,
+        seconds=30,
+        what="Degraded=True NodeLost",
+    )
+    figure("GPU node lost: Lease stopped to Degraded NodeLost (8 s grace)",
+           time.monotonic() - stopped)  # fmt: skip
+    assert degraded["status"] == "True"
+    assert f"node {node}: pod(s) {name}" in degraded["message"]
+    assert status(cluster)["phase"] == "Degraded"
+    assert status(cluster)["readyReplicas"] == 0
+    # Capacity recomputed without the lost node: its GPUs are no longer counted free.
+    capacity = condition(cluster, "CapacityAvailable")["message"]
+    assert capacity != capacity_before, capacity
+    # No write storm while it waits: over 5 resync periods, nothing but the Lease.
+    mark = operator_process.mark()
+    operator_process.wait_reconciles(5, seconds=30)
+    assert operator_process.writes(mark) == []
+    cluster.call(lambda c: c.nodes.resume_heartbeat(node) if c.nodes else None)
+    back = time.monotonic()
+    wait_ready(cluster, seconds=90)
+    cluster.wait_until(lambda: condition(cluster, "Degraded").get("status") == "False",
+                       seconds=30, what="Degraded=False")  # fmt: skip
+    figure("GPU node back: heartbeat resumed to Ready", time.monotonic() - back)
+    assert [p["metadata"]["uid"] for p in children(cluster, PODS)] == [pod["metadata"]["uid"]]
 
 
 def _runbook() -> list[str]:

@@ -395,3 +395,31 @@ def test_every_pod_present_and_ready_yet_a_replica_short_says_how_many_replicas(
         pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
     )
     assert found == Readiness(1, Blocker("WaitingForPods", "1 of 2 replica(s) ready"))
+
+
+# A node lost: kube-controller-manager marked it not Ready.
+def _on(node: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "spec": {"nodeName": node}}
+
+
+def test_a_pod_on_a_lost_node_is_not_ready_and_the_node_and_pod_are_named() -> None:
+    pods = [_on("gpu-a", pod("nano-0", ready=True)), _on("gpu-b", pod("nano-1", ready=True))]
+    found = assess(pods, desired_replicas=2, statefulsets=[sts(replicas=2)],
+                   not_ready_nodes=frozenset({"gpu-a"}))  # fmt: skip
+    # Its own status may still say Ready (kube-controller-manager marks pods a moment later).
+    assert found.ready_replicas == 1
+    assert found.blocker is not None
+    assert found.blocker.reason == "NodeLost"
+    assert "node gpu-a: pod(s) nano-0" in found.blocker.message
+    assert "gpu-b" not in found.blocker.message
+    assert "nano-1" not in found.blocker.message
+
+
+def test_node_lost_outranks_what_the_pod_itself_says() -> None:
+    crashing = pod("nano-0", containerStatuses=[waiting("vllm", "CrashLoopBackOff")])
+    assert blocker([_on("gpu-a", crashing)], not_ready_nodes=frozenset({"gpu-a"})).reason == (
+        "NodeLost"
+    )
+    # Another node not Ready, where none of this deployment's pods runs: no effect.
+    other = assess([_on("gpu-a", pod("nano-0", ready=True))], not_ready_nodes=frozenset({"x"}))
+    assert other == Readiness(1, None)

@@ -98,7 +98,7 @@ class Controller:
         stale = self.config.liveness_stale_after
         problems = self.cache.problems(stale)
         for watch in self.reconciler.inventory.watches:
-            if watch.failing_for() > stale:
+            if watch.failing_for() > stale and not watch.forbidden:
                 problems.append(
                     f"the watch of {watch.resource.plural} has failed for "
                     f"{watch.failing_for():.0f} s: {watch.last_error}"

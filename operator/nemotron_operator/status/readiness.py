@@ -159,7 +159,15 @@ def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | Non
         stale = int(status.get("observedGeneration") or 0) < int(metadata.get("generation") or 0)
         updating = status.get("updateRevision") not in (None, status.get("currentRevision"))
         behind = int(status.get("updatedReplicas") or 0) < replicas
-        if stale or updating or behind:
+        if stale:  # how far the rollout is cannot be known: say so instead of a count
+            return Blocker(
+                ROLLOUT_IN_PROGRESS,
+                f"StatefulSet {_name(sts)}: its status is stale (observedGeneration "
+                f"{int(status.get('observedGeneration') or 0)}, generation "
+                f"{int(metadata.get('generation') or 0)}): kube-controller-manager's StatefulSet "
+                "controller has not acted on the change yet",
+            )
+        if updating or behind:
             return Blocker(
                 ROLLOUT_IN_PROGRESS,
                 f"StatefulSet {_name(sts)}: {status.get('updatedReplicas') or 0} of {replicas} "

@@ -224,7 +224,6 @@ def test_a_pending_pod_is_waited_for_by_name_and_phase() -> None:
 @pytest.mark.parametrize(
     "status",
     [
-        {"observedGeneration": 0},  # the controller has not seen generation 1 yet
         {"updateRevision": "b"},  # pods are being replaced with a new revision
         {"updatedReplicas": 0},
     ],
@@ -236,6 +235,20 @@ def test_a_statefulset_still_rolling_out_blocks(status: dict[str, Any]) -> None:
     assert found.message == f"StatefulSet nano: {updated} of 1 pod(s) updated"
 
 
+def test_a_statefulset_whose_status_is_stale_says_so_instead_of_a_count() -> None:
+    """kube-controller-manager has not observed the latest generation (it is down, or slow):
+    the counts in status describe an older spec."""
+    stale = sts(replicas=2, observedGeneration=1, updatedReplicas=2)
+    stale["metadata"]["generation"] = 2
+    found = blocker([pod(ready=True)], desired_replicas=2, statefulsets=[stale])
+    assert found.reason == "RolloutInProgress"
+    assert found.message == (
+        "StatefulSet nano: its status is stale (observedGeneration 1, generation 2): "
+        "kube-controller-manager's StatefulSet controller has not acted on the change yet"
+    )
+    assert "pod(s) updated" not in found.message
+
+
 def test_a_settled_statefulset_without_an_update_revision_is_not_rolling() -> None:
     settled = sts(updateRevision=None)
     assert assess([pod(ready=True)], statefulsets=[settled]) == Readiness(1, None)
@@ -244,7 +257,8 @@ def test_a_settled_statefulset_without_an_update_revision_is_not_rolling() -> No
 def test_replicas_default_to_one_and_missing_counts_to_zero() -> None:
     bare = {"metadata": {"name": "nano", "generation": 1}, "spec": {}, "status": {}}
     found = blocker([pod(ready=True)], statefulsets=[bare])
-    assert found == Blocker("RolloutInProgress", "StatefulSet nano: 0 of 1 pod(s) updated")
+    assert found.reason == "RolloutInProgress"
+    assert "its status is stale (observedGeneration 0, generation 1)" in found.message
 
 
 def test_a_missing_statefulset_is_waited_for_by_name() -> None:

@@ -93,6 +93,8 @@ class AuditEvent:
     name: str
     code: int
     allowed: bool
+    user_agent: str = ""
+    at: str = ""  # when the request was received (RFC 3339, microseconds)
 
 
 def audit_events(path: Path) -> list[AuditEvent]:
@@ -116,6 +118,8 @@ def audit_events(path: Path) -> list[AuditEvent]:
             name=ref.get("name", ""),
             code=int((entry.get("responseStatus") or {}).get("code") or 0),
             allowed=decision == "allow",
+            user_agent=entry.get("userAgent", ""),
+            at=entry.get("requestReceivedTimestamp", ""),
         )
     return list(events.values())
 

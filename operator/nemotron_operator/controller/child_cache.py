@@ -128,7 +128,7 @@ class ChildCache:
             if task.done() and not informer.not_served:
                 out.append(f"the watch of {where} has stopped")
                 continue
-            if informer.failing_for() > stale_after:
+            if informer.failing_for() > stale_after and not informer.forbidden:
                 out.append(
                     f"the watch of {where} has failed for {informer.failing_for():.0f} s: "
                     f"{informer.last_error}"

@@ -16,7 +16,9 @@ CPU per event than that cache (``hack/bench-runtime.py``; docs/controller.md has
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import kopf
@@ -29,6 +31,17 @@ from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.render import names as n
 
 WATCHED = (NEMOTRON_DEPLOYMENTS,)  # by kopf; the children by the watch cache
+
+
+class EndlessBackoffs:
+    """The configured delays, then the last one for ever. Not a ``Sized``: kopf 1.45's request
+    loop (``_cogs/clients/api.py``) then never reaches its last attempt and never escalates."""
+
+    def __init__(self, delays: Iterable[float]) -> None:
+        self.delays = tuple(delays) or (1.0,)
+
+    def __iter__(self) -> Iterator[float]:
+        return itertools.chain(self.delays, itertools.repeat(self.delays[-1]))
 
 
 def connection_info(connection: Connection) -> kopf.ConnectionInfo:
@@ -58,8 +71,11 @@ def build_registry(
         settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=n.DOMAIN)
         settings.posting.level = logging.WARNING
         # kopf ends a watcher (and 1.45 then exits) once these retries are spent on a failing
-        # list or watch request: they must outlast an API server restart.
-        settings.networking.error_backoffs = list(config.watch_error_backoffs)
+        # list or watch request. A 403 (RBAC revoked) is one of the errors it retries, and a
+        # restart cannot mend it: exiting would be a crash loop. So the delays never run out
+        # (the last one repeats); a long outage shows in /healthz through the operator's own
+        # watches instead.
+        settings.networking.error_backoffs = EndlessBackoffs(config.watch_error_backoffs)
         settings.networking.request_timeout = 60
         settings.networking.connect_timeout = 10
         settings.watching.server_timeout = 300  # a clean reconnect every 5 minutes

@@ -301,6 +301,7 @@ class Reconciler:
                 ],
                 statefulsets=live.of(STATEFULSETS),
                 pods=pods,
+                not_ready_nodes=frozenset(x.name for x in read.inventory.nodes if not x.ready),
             )
             capacity = check_capacity(read.inventory, plan, karpenter=read.karpenter)
             if not read.karpenter:

@@ -20,6 +20,7 @@ import time
 import kopf
 from prometheus_client import REGISTRY
 
+from nemotron_operator import __version__
 from nemotron_operator.controller import shutdown
 from nemotron_operator.controller.autoscaler import Autoscaler
 from nemotron_operator.controller.child_cache import ChildCache
@@ -103,7 +104,7 @@ class Controller:
         stale = self.config.liveness_stale_after
         problems = self.cache.problems(stale)
         for watch in self.reconciler.inventory.watches:
-            if watch.failing_for() > stale:
+            if watch.failing_for() > stale and not watch.forbidden:
                 problems.append(
                     f"the watch of {watch.resource.plural} has failed for "
                     f"{watch.failing_for():.0f} s: {watch.last_error}"
@@ -262,7 +263,8 @@ async def run_operator(config: OperatorConfig) -> int:
     stop_requested = asyncio.Event()
     shutdown.handle_signals(stop_requested)
     connection = load_connection(config.kubeconfig)
-    async with KubeClient(connection) as kube:
+    agent = f"nemotron-operator/{__version__} ({config.identity})"
+    async with KubeClient(connection, user_agent=agent) as kube:
         controller = Controller(config, kube)
         registry = build_registry(config, connection, controller.queue, controller.deployments)
         runner, _, _ = await start_servers(

@@ -30,8 +30,13 @@ STRATEGIC = "application/strategic-merge-patch+json"
 
 
 class KubeClient:
-    def __init__(self, connection: Connection, *, request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, connection: Connection, *, request_timeout: float = 30.0, user_agent: str = ""
+    ) -> None:
+        """``user_agent``: sent with every request, so kube-apiserver's audit log tells which
+        operator process made it (two replicas share one ServiceAccount)."""
         self._connection = connection
+        self._user_agent = user_agent
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=10.0)
         self._session: aiohttp.ClientSession | None = None
         self._watch_session: aiohttp.ClientSession | None = None
@@ -56,6 +61,9 @@ class KubeClient:
                 await session.close()
         self._session = self._watch_session = None
 
+    def _agent(self) -> dict[str, str]:
+        return {"User-Agent": self._user_agent} if self._user_agent else {}
+
     async def _request(
         self,
         method: str,
@@ -67,7 +75,7 @@ class KubeClient:
     ) -> Any:
         if self._session is None:
             raise RuntimeError("KubeClient is not open (use async with)")
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **self._agent()}
         authorization = self._connection.authorization()
         if authorization:
             headers["Authorization"] = authorization
@@ -157,7 +165,7 @@ class KubeClient:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **self._agent()}
         authorization = self._connection.authorization()
         if authorization:
             headers["Authorization"] = authorization

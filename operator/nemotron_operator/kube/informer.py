@@ -61,6 +61,9 @@ class Informer(ObjectStore):
         self.failures = 0  # consecutive failed requests; 0 while it works
         self.failing_since: float | None = None
         self.last_error: str | None = None
+        # The last failure was 403: a permission the operator lacks (RBAC revoked). A restart
+        # cannot mend that, so liveness leaves it out; the log names the permission.
+        self.forbidden = False
         self.not_served = False  # the server answered 404: the loop has ended
 
     # -- the loop --------------------------------------------------------------------------
@@ -81,6 +84,14 @@ class Informer(ObjectStore):
                     self.not_served = True
                     return
                 relist = relist or self.failures >= 2
+                if exc.status == 403 and not self.forbidden:
+                    logger.error(
+                        "permission missing: %s; grant it to the operator's ServiceAccount (the "
+                        "chart's ClusterRole and ClusterRoleBinding, or Role and RoleBinding): "
+                        "the watch is retried meanwhile, without a restart",
+                        exc.message,
+                    )
+                self.forbidden = exc.status == 403
                 await self._failed(str(exc))
             except ValueError as exc:  # a line that is not JSON: start over from a list
                 relist = True
@@ -141,7 +152,10 @@ class Informer(ObjectStore):
         return False
 
     def _ok(self) -> None:
+        if self.forbidden:
+            logger.info("%s: permitted again; watching", self.resource.plural)
         self.failures, self.failing_since, self.last_error = 0, None, None
+        self.forbidden = False
 
     async def _failed(self, error: str) -> None:
         if self.failing_since is None:

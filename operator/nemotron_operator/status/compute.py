@@ -133,7 +133,7 @@ def _planned(
         why = blocker or r.Blocker(r.WAITING_FOR_PODS, serving)
         ready_condition = cond("Ready", "False", why.reason, f"{serving}: {why.message}")
     rolling = blocker is not None and blocker.reason == r.ROLLOUT_IN_PROGRESS
-    if stuck and blocker is not None:
+    if blocker is not None and (stuck or blocker.reason in r.DEGRADING):
         degraded = cond("Degraded", "True", blocker.reason, blocker.message)
     elif 0 < ready < inputs.replicas and not rolling:
         degraded = cond("Degraded", "True", REPLICAS_UNAVAILABLE, serving)

@@ -1,9 +1,9 @@
 """Readiness: what the serving pods and StatefulSets say, reduced to the ready replicas and one
 blocking reason. Pure.
 
-The reasons, most specific first: a missing Secret, an image that cannot be pulled, a crash loop,
-another pod configuration error, a pod the scheduler cannot place, a model still loading, a
-rollout still running, pods not created yet.
+The reasons, most specific first: a pod on a node that is not Ready (lost), a missing Secret, an
+image that cannot be pulled, a crash loop, another pod configuration error, a pod the scheduler
+cannot place, a model still loading, a rollout still running, pods not created yet.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from nemotron_operator.render import names as n
 from nemotron_operator.status import verification
 
+NODE_LOST = "NodeLost"  # a serving pod's node is not Ready: its kubelet stopped reporting
 SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a password)
 IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
 CRASH_LOOP = "CrashLoop"
@@ -30,7 +31,10 @@ WAITING_FOR_PODS = "WaitingForPods"
 STUCK = frozenset(
     {SECRET_NOT_FOUND, IMAGE_PULL_BACK_OFF, CRASH_LOOP, INVALID_POD_CONFIG, VERIFICATION_FAILED}
 )
+# Blockers that degrade the deployment (waiting may help, but it is not serving as planned).
+DEGRADING = STUCK | {NODE_LOST}
 _ORDER = (
+    NODE_LOST,
     SECRET_NOT_FOUND,
     IMAGE_PULL_BACK_OFF,
     CRASH_LOOP,
@@ -155,13 +159,42 @@ def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | Non
         stale = int(status.get("observedGeneration") or 0) < int(metadata.get("generation") or 0)
         updating = status.get("updateRevision") not in (None, status.get("currentRevision"))
         behind = int(status.get("updatedReplicas") or 0) < replicas
-        if stale or updating or behind:
+        if stale:  # how far the rollout is cannot be known: say so instead of a count
+            return Blocker(
+                ROLLOUT_IN_PROGRESS,
+                f"StatefulSet {_name(sts)}: its status is stale (observedGeneration "
+                f"{int(status.get('observedGeneration') or 0)}, generation "
+                f"{int(metadata.get('generation') or 0)}): kube-controller-manager's StatefulSet "
+                "controller has not acted on the change yet",
+            )
+        if updating or behind:
             return Blocker(
                 ROLLOUT_IN_PROGRESS,
                 f"StatefulSet {_name(sts)}: {status.get('updatedReplicas') or 0} of {replicas} "
                 "pod(s) updated",
             )
     return None
+
+
+def _node_lost_blocker(
+    serving: Sequence[Mapping[str, Any]], not_ready_nodes: frozenset[str]
+) -> Blocker | None:
+    """The serving pods bound to nodes that are not Ready, by node: which replicas are hit."""
+    hit: dict[str, list[str]] = {}
+    for pod in serving:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if node in not_ready_nodes:
+            hit.setdefault(node, []).append(_name(pod))
+    if not hit:
+        return None
+    where = "; ".join(f"node {node}: pod(s) {', '.join(sorted(pods))}" for node, pods in
+                      sorted(hit.items()))  # fmt: skip
+    return Blocker(
+        NODE_LOST,
+        f"{len(hit)} node(s) not Ready (kube-controller-manager lost their heartbeat or their "
+        f"kubelet reports NotReady), serving pods on them do not serve: {where}; they return "
+        "when the node does, or once the pod is deleted and another node has room",
+    )
 
 
 def assess_readiness(
@@ -171,14 +204,24 @@ def assess_readiness(
     expected_statefulsets: Iterable[str],
     statefulsets: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
+    not_ready_nodes: frozenset[str] = frozenset(),
 ) -> Readiness:
     """Ready replicas (a multi-node replica is ready when all of its pods are) and the most
-    specific reason why not all desired replicas are ready and up to date."""
+    specific reason why not all desired replicas are ready and up to date. A pod on one of
+    ``not_ready_nodes`` is not counted ready, whatever its own status still says."""
     serving = [
         p
         for p in pods
         if (p.get("metadata") or {}).get("labels", {}).get(n.COMPONENT) == n.COMPONENT_SERVING
     ]
+    lost = _node_lost_blocker(serving, not_ready_nodes)
+    if lost is not None:
+        serving = [
+            {**p, "status": {**(p.get("status") or {}), "conditions": []}}
+            if str((p.get("spec") or {}).get("nodeName") or "") in not_ready_nodes
+            else p
+            for p in serving
+        ]
     if nodes_per_replica <= 1:
         ready = sum(1 for p in serving if pod_ready(p))
     else:
@@ -193,6 +236,8 @@ def assess_readiness(
         )
     ready = min(ready, desired_replicas)
     blockers = [b for b in (_pod_blocker(p) for p in serving) if b is not None]
+    if lost is not None:
+        blockers.append(lost)
     present = {_name(s) for s in statefulsets}
     missing = [name for name in expected_statefulsets if name not in present]
     if missing:

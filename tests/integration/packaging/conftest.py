@@ -20,6 +20,8 @@ VARIANTS: dict[str, list[str]] = {
         "metrics.serviceMonitor.enabled=true",
         "--set",
         "image.digest=sha256:" + "ab" * 32,
+        "--set",
+        "replicaCount=2",
     ],
     "karpenter-and-podmonitors": [
         "--set",

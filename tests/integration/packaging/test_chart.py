@@ -164,7 +164,6 @@ def test_the_validators_catch_a_broken_object(render: Render) -> None:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_operator_pod_meets_pod_security_restricted(render: Render, variant: str) -> None:
     deployment = the_deployment(render(variant))
-    assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     pod = deployment["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -211,6 +210,12 @@ def test_operator_container_runs_the_image_with_settings_from_values(render: Ren
 def test_image_digest_overrides_the_tag(render: Render) -> None:
     container = the_container(render("service-monitor-and-digest"))
     assert container["image"] == "ghcr.io/nemotron-operator/nemotron-operator@sha256:" + "ab" * 32
+
+
+def test_replica_count_sets_the_operator_pods(render: Render) -> None:
+    """One active operator by default; a standby (docs/reliability.md: failover) on request."""
+    assert the_deployment(render("default"))["spec"]["replicas"] == 1
+    assert the_deployment(render("service-monitor-and-digest"))["spec"]["replicas"] == 2
 
 
 def test_standard_labels_on_every_templated_object(render: Render) -> None:
@@ -375,7 +380,8 @@ def test_the_inference_gateway_switch_grants_its_kinds_and_starts_the_operator_w
 @pytest.mark.parametrize(
     ("values", "says"),
     [
-        (["--set", "replicaCount=2"], "replicaCount"),
+        (["--set", "replicaCount=0"], "/replicaCount"),
+        (["--set", "replicas=2"], "replicas"),
         (["--set", "image.tga=v1"], "tga"),
         (["--set", "image.digest=latest"], "/image/digest"),
         (["--set", "operator.logLevel=verbose"], "/operator/logLevel"),

@@ -224,7 +224,6 @@ def test_a_pending_pod_is_waited_for_by_name_and_phase() -> None:
 @pytest.mark.parametrize(
     "status",
     [
-        {"observedGeneration": 0},  # the controller has not seen generation 1 yet
         {"updateRevision": "b"},  # pods are being replaced with a new revision
         {"updatedReplicas": 0},
     ],
@@ -236,6 +235,20 @@ def test_a_statefulset_still_rolling_out_blocks(status: dict[str, Any]) -> None:
     assert found.message == f"StatefulSet nano: {updated} of 1 pod(s) updated"
 
 
+def test_a_statefulset_whose_status_is_stale_says_so_instead_of_a_count() -> None:
+    """kube-controller-manager has not observed the latest generation (it is down, or slow):
+    the counts in status describe an older spec."""
+    stale = sts(replicas=2, observedGeneration=1, updatedReplicas=2)
+    stale["metadata"]["generation"] = 2
+    found = blocker([pod(ready=True)], desired_replicas=2, statefulsets=[stale])
+    assert found.reason == "RolloutInProgress"
+    assert found.message == (
+        "StatefulSet nano: its status is stale (observedGeneration 1, generation 2): "
+        "kube-controller-manager's StatefulSet controller has not acted on the change yet"
+    )
+    assert "pod(s) updated" not in found.message
+
+
 def test_a_settled_statefulset_without_an_update_revision_is_not_rolling() -> None:
     settled = sts(updateRevision=None)
     assert assess([pod(ready=True)], statefulsets=[settled]) == Readiness(1, None)
@@ -244,7 +257,8 @@ def test_a_settled_statefulset_without_an_update_revision_is_not_rolling() -> No
 def test_replicas_default_to_one_and_missing_counts_to_zero() -> None:
     bare = {"metadata": {"name": "nano", "generation": 1}, "spec": {}, "status": {}}
     found = blocker([pod(ready=True)], statefulsets=[bare])
-    assert found == Blocker("RolloutInProgress", "StatefulSet nano: 0 of 1 pod(s) updated")
+    assert found.reason == "RolloutInProgress"
+    assert "its status is stale (observedGeneration 0, generation 1)" in found.message
 
 
 def test_a_missing_statefulset_is_waited_for_by_name() -> None:
@@ -395,3 +409,31 @@ def test_every_pod_present_and_ready_yet_a_replica_short_says_how_many_replicas(
         pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
     )
     assert found == Readiness(1, Blocker("WaitingForPods", "1 of 2 replica(s) ready"))
+
+
+# A node lost: kube-controller-manager marked it not Ready.
+def _on(node: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "spec": {"nodeName": node}}
+
+
+def test_a_pod_on_a_lost_node_is_not_ready_and_the_node_and_pod_are_named() -> None:
+    pods = [_on("gpu-a", pod("nano-0", ready=True)), _on("gpu-b", pod("nano-1", ready=True))]
+    found = assess(pods, desired_replicas=2, statefulsets=[sts(replicas=2)],
+                   not_ready_nodes=frozenset({"gpu-a"}))  # fmt: skip
+    # Its own status may still say Ready (kube-controller-manager marks pods a moment later).
+    assert found.ready_replicas == 1
+    assert found.blocker is not None
+    assert found.blocker.reason == "NodeLost"
+    assert "node gpu-a: pod(s) nano-0" in found.blocker.message
+    assert "gpu-b" not in found.blocker.message
+    assert "nano-1" not in found.blocker.message
+
+
+def test_node_lost_outranks_what_the_pod_itself_says() -> None:
+    crashing = pod("nano-0", containerStatuses=[waiting("vllm", "CrashLoopBackOff")])
+    assert blocker([_on("gpu-a", crashing)], not_ready_nodes=frozenset({"gpu-a"})).reason == (
+        "NodeLost"
+    )
+    # Another node not Ready, where none of this deployment's pods runs: no effect.
+    other = assess([_on("gpu-a", pod("nano-0", ready=True))], not_ready_nodes=frozenset({"x"}))
+    assert other == Readiness(1, None)

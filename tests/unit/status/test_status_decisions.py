@@ -249,6 +249,16 @@ def test_lost_replicas_degrade_only_while_some_serve() -> None:
     assert _conditions(half)["Ready"].message == "1/2 replica(s) ready: 1/2 replica(s) ready"
 
 
+def test_a_lost_node_degrades_even_with_no_replica_serving() -> None:
+    lost = Blocker("NodeLost", "1 node(s) not Ready ...: node h1: pod(s) x-0; ...")
+    found = compute_status(_inputs(readiness=Readiness(0, lost)), None, now=T0)
+    degraded = _conditions(found)["Degraded"]
+    assert (degraded.status, degraded.reason) == ("True", "NodeLost")
+    assert "node h1: pod(s) x-0" in degraded.message
+    assert found.phase == "Degraded"
+    assert _conditions(found)["Ready"].reason == "NodeLost"
+
+
 def test_flipped_lists_only_conditions_whose_status_or_reason_changed() -> None:
     first = compute_status(
         _inputs(readiness=Readiness(0, Blocker("LoadingModel", "x"))), None, now=T0

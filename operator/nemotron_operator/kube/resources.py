@@ -61,6 +61,13 @@ ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "Rol
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
 INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
 HTTP_ROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
+# The /metrics guard's questions (kube/reviews.py): creates that store nothing.
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 # Read, never written: the Gateway an HTTPRoute attaches to, for its address (status.endpoint).
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 

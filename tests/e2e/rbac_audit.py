@@ -50,6 +50,8 @@ def chart_grants(cluster: E2ECluster) -> set[Grant]:
     for obj in yaml.safe_load_all(manifest):
         if obj and obj["kind"] in {"Role", "ClusterRole"}:
             for rule in obj["rules"]:
+                if "nonResourceURLs" in rule:
+                    continue  # the metrics-reader ClusterRole: Prometheus's, not the operator's
                 granted |= {
                     (group, resource, verb)
                     for group in rule["apiGroups"]

@@ -209,10 +209,22 @@ step "Throughput in status and the plan checked against what vLLM allocated"
 METRICS_SERVICE="$(kubectl get service "$RELEASE-metrics" -n "$OPERATOR_NAMESPACE" \
   -o jsonpath='{.spec.clusterIP}:{.spec.ports[0].port}')"
 METRICS_URL="http://$METRICS_SERVICE/metrics"
-"$PY" - "http://$CLUSTER_IP:$PORT" "$NAME" "$NAMESPACE" "$METRICS_URL" <<'EOF'
-import json, subprocess, sys, threading, time, urllib.request
+# /metrics answers only callers RBAC allows (the chart's metrics.auth): a ServiceAccount bound
+# to the chart's metrics-reader ClusterRole, as Prometheus's would be, and its token.
+kubectl create serviceaccount metrics-reader -n "$OPERATOR_NAMESPACE" >/dev/null
+kubectl create clusterrolebinding "$RELEASE-demo-metrics-reader" \
+  --clusterrole="$RELEASE-metrics-reader" \
+  --serviceaccount="$OPERATOR_NAMESPACE:metrics-reader" >/dev/null
+for _ in $(seq 50); do   # the authorizer sees a new binding a moment later
+  [ "$(kubectl auth can-i get /metrics \
+      --as="system:serviceaccount:$OPERATOR_NAMESPACE:metrics-reader")" = yes ] && break
+  sleep 0.2
+done
+METRICS_TOKEN="$(kubectl create token metrics-reader -n "$OPERATOR_NAMESPACE")"
+"$PY" - "http://$CLUSTER_IP:$PORT" "$NAME" "$NAMESPACE" "$METRICS_URL" "$METRICS_TOKEN" <<'EOF'
+import json, subprocess, sys, threading, time, urllib.error, urllib.request
 
-base, name, namespace, metrics_url = sys.argv[1:5]
+base, name, namespace, metrics_url, metrics_token = sys.argv[1:6]
 model = json.load(urllib.request.urlopen(f"{base}/v1/models", timeout=10))["data"][0]["id"]
 stop = threading.Event()
 
@@ -270,9 +282,14 @@ if check:
         print(f"{label:<22} {planned:>12,} {observed:>12,} {deviation:>+10.1%}")
     accurate = next(c for c in current["conditions"] if c["type"] == "PlanAccurate")
     print(f"PlanAccurate={accurate['status']} ({accurate['reason']}): {accurate['message']}")
-text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
 print()
-print(f"some of the operator's series ({metrics_url}):")
+try:
+    urllib.request.urlopen(metrics_url, timeout=10)
+except urllib.error.HTTPError as refused:
+    print(f"{metrics_url} without a token: {refused.code} {refused.reason}")
+reader = urllib.request.Request(metrics_url, headers={"Authorization": f"Bearer {metrics_token}"})
+text = urllib.request.urlopen(reader, timeout=10).read().decode()
+print(f"some of the operator's series ({metrics_url}, with the metrics-reader's token):")
 for line in text.splitlines():
     if line.startswith(("nemotron_deployment_generation_tokens_per_second",
                         "nemotron_deployment_mtp_acceptance_ratio",

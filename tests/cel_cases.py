@@ -174,4 +174,11 @@ CASES = [
         "spec.autoscaling.target.value",
         "is a fraction (0-1] for kvCacheUsage",
     ),
+    Case(
+        "!self.enabled || size(self.apiFromNamespaces) > 0",
+        set_("spec.networkPolicy", {"enabled": True, "apiFromNamespaces": ["clients"]}),
+        set_("spec.networkPolicy", {"enabled": True}),
+        "spec.networkPolicy.apiFromNamespaces",
+        "name at least one namespace whose pods may call the vLLM API",
+    ),
 ]

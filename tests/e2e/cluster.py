@@ -83,6 +83,28 @@ class E2ECluster:
             values += ["--set", f"image.tag={KIND_OPERATOR_TAG}", "--set", "image.pullPolicy=Never"]
         return values
 
+    def metrics_token(self, account: str = "metrics-check") -> str:
+        """A bearer token that may read the operator's /metrics (metrics.auth, on by default):
+        a ServiceAccount bound to the chart's metrics-reader ClusterRole, as a user would
+        add one; waits until kube-apiserver's authorizer sees the binding."""
+        if self.kubectl("get", "serviceaccount", account, "-n", OPERATOR_NAMESPACE,
+                        check=False).returncode != 0:  # fmt: skip
+            self.kubectl("create", "serviceaccount", account, "-n", OPERATOR_NAMESPACE)
+            self.kubectl(
+                "create", "clusterrolebinding", f"{RELEASE}-{account}",
+                f"--clusterrole={RELEASE}-metrics-reader",
+                f"--serviceaccount={OPERATOR_NAMESPACE}:{account}",
+            )  # fmt: skip
+        who = f"--as=system:serviceaccount:{OPERATOR_NAMESPACE}:{account}"
+        wait_until(
+            lambda: self.kubectl("auth", "can-i", "get", "/metrics", who,
+                                 check=False).stdout.strip() == "yes",
+            seconds=30, what="the metrics-reader binding in force",
+        )  # fmt: skip
+        return self.kubectl(
+            "create", "token", account, "-n", OPERATOR_NAMESPACE, "--duration=1h"
+        ).stdout.strip()
+
     def helm_install(self, *extra: str, release: str = RELEASE) -> subprocess.CompletedProcess[str]:
         return self.helm(
             "install",

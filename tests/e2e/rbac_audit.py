@@ -19,6 +19,7 @@ _OBSOLETE_CHILD = (
     "PDB); this flow never changes the layout"
 )
 _SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the example has none"
+_NETWORK_POLICY = "spec.networkPolicy (opt-in); the example has none"
 UNUSED_GRANTS: dict[Grant, str] = {
     ("apps", "statefulsets", "create"): _SSA_CREATE,
     ("", "services", "create"): _SSA_CREATE,
@@ -26,6 +27,9 @@ UNUSED_GRANTS: dict[Grant, str] = {
     ("apps", "statefulsets", "delete"): _OBSOLETE_CHILD,
     ("", "services", "delete"): _OBSOLETE_CHILD,
     ("policy", "poddisruptionbudgets", "delete"): _OBSOLETE_CHILD,
+    ("networking.k8s.io", "networkpolicies", "create"): _NETWORK_POLICY,
+    ("networking.k8s.io", "networkpolicies", "patch"): _NETWORK_POLICY,
+    ("networking.k8s.io", "networkpolicies", "delete"): _NETWORK_POLICY,
     ("", "persistentvolumeclaims", "create"): _SHARED_CACHE,
     ("", "persistentvolumeclaims", "patch"): _SHARED_CACHE,
     ("", "persistentvolumeclaims", "delete"): _SHARED_CACHE,
@@ -50,6 +54,8 @@ def chart_grants(cluster: E2ECluster) -> set[Grant]:
     for obj in yaml.safe_load_all(manifest):
         if obj and obj["kind"] in {"Role", "ClusterRole"}:
             for rule in obj["rules"]:
+                if "nonResourceURLs" in rule:
+                    continue  # the metrics-reader ClusterRole: Prometheus's, not the operator's
                 granted |= {
                     (group, resource, verb)
                     for group in rule["apiGroups"]

@@ -203,7 +203,11 @@ def test_status_reports_tokens_per_second_and_the_operator_serves_metrics(
         # The Tokens/s column of `kubectl get nd` is that figure.
         table = served.kubectl("get", "nd", NAME, "-n", WORKLOAD_NAMESPACE).stdout
         assert "TOKENS/S" in table.splitlines()[0]
-        with urllib.request.urlopen(metrics, timeout=30) as response:  # noqa: S310 (loopback)
+        # /metrics wants a bearer token RBAC allows (the chart's metrics.auth, on by default).
+        request = urllib.request.Request(  # noqa: S310 (loopback)
+            metrics, headers={"Authorization": f"Bearer {served.metrics_token()}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
             exposition = response.read().decode()
     # The operator's own metrics, through the chart's metrics Service.
     ready = [

@@ -35,6 +35,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "plugin-parser": ("-f", f"{INPUTS}/plugin-parser.yaml"),
     "nano-gateway": ("-f", "examples/nano-gateway.yaml"),
     "gateway-multi-node-no-prefix": ("-f", f"{INPUTS}/gateway-multi-node-no-prefix.yaml"),
+    "network-policy-multi-node": ("-f", f"{INPUTS}/network-policy-multi-node.yaml"),
 }
 
 

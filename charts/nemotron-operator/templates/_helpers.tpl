@@ -91,6 +91,10 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["list", "watch", "create", "patch", "delete"]
+# spec.networkPolicy's (render/network_policy.py)
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]

@@ -16,6 +16,7 @@ from nemotron_operator.api.capacity import (
 from nemotron_operator.api.engine import EngineSpec
 from nemotron_operator.api.gateway import GatewaySpec
 from nemotron_operator.api.model import ModelSpec
+from nemotron_operator.api.network import NetworkPolicySpec
 
 MAX_REPLICAS = 64
 
@@ -103,4 +104,10 @@ class NemotronDeploymentSpec(ApiModel):
     verification: VerificationSpec = Field(
         default_factory=VerificationSpec,
         description="The behavioural check of each serving pod before it takes traffic.",
+    )
+    network_policy: NetworkPolicySpec = Field(
+        default_factory=NetworkPolicySpec,
+        description="NetworkPolicies for the serving pods: the vLLM API port only from the "
+        "namespaces named, the multi-node ranks only among one replica's pods (opt-in; needs a "
+        "CNI that enforces NetworkPolicy).",
     )

@@ -114,6 +114,9 @@ READINGS: dict[str, Callable[[Any], bool]] = {
         not s["shared"] or "ReadWriteMany" in s["accessModes"]
     ),
     "!has(self.httpRoute) || self.enabled": lambda s: not _has(s, "httpRoute") or s["enabled"],
+    "!self.enabled || size(self.apiFromNamespaces) > 0": lambda s: (
+        not s["enabled"] or len(s["apiFromNamespaces"]) > 0
+    ),
 }
 # Rules that compare with the stored object: only kube-apiserver can check them.
 TRANSITION_RULES = frozenset({"self == oldSelf"})

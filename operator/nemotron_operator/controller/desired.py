@@ -62,7 +62,11 @@ def stored_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
 
 
 def plan_and_render(
-    deployment: NemotronDeployment, inventory: GpuInventory, *, allow_remote_code: bool
+    deployment: NemotronDeployment,
+    inventory: GpuInventory,
+    *,
+    allow_remote_code: bool,
+    operator_namespace: str | None = None,
 ) -> Planned | Problem:
     """The plan and the children it renders, or why there are none (the planner's reason, or
     ``InvalidSpec`` for a field the renderer refuses)."""
@@ -75,6 +79,7 @@ def plan_and_render(
     options = RenderOptions(
         owner=Owner(name=metadata.name, uid=metadata.uid or ""),
         allow_remote_code=allow_remote_code,
+        operator_namespace=operator_namespace,
     )
     try:
         return Planned(result, render_all(deployment, result, options))

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
+from nemotron_operator.controller.metrics_auth import MetricsGuard
+
 logger = logging.getLogger(__name__)
 WATCHER_TASK_PREFIX = "watcher for "  # kopf names its watch tasks so (_core/reactor/orchestration)
 
@@ -71,10 +73,16 @@ class HealthState:
 
 
 async def start_servers(
-    state: HealthState, *, host: str, health_port: int, metrics_port: int
+    state: HealthState,
+    *,
+    host: str,
+    health_port: int,
+    metrics_port: int,
+    guard: MetricsGuard | None = None,
 ) -> tuple[web.AppRunner, int, int]:
     """Serve both endpoints (on one port when both ports are equal). Returns the runner and
-    the bound ports (0 picks free ones)."""
+    the bound ports (0 picks free ones). With a ``guard``, ``/metrics`` answers only callers
+    it allows (``controller/metrics_auth.py``); ``/healthz`` stays open for the kubelet."""
 
     async def healthz(_: web.Request) -> web.Response:
         problems = state.problems()
@@ -82,7 +90,14 @@ async def start_servers(
             return web.json_response({"status": "unhealthy", "problems": problems}, status=503)
         return web.json_response({"status": "ok"})
 
-    async def metrics(_: web.Request) -> web.Response:
+    async def metrics(request: web.Request) -> web.Response:
+        if guard is not None:
+            decision = await guard.decide(
+                request.headers.get("Authorization"), path=request.path, method=request.method
+            )
+            if decision.status != 200:
+                headers = {"WWW-Authenticate": "Bearer"} if decision.status == 401 else None
+                return web.Response(status=decision.status, text=decision.reason, headers=headers)
         return web.Response(
             body=generate_latest(REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )

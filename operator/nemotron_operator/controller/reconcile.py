@@ -186,6 +186,8 @@ class Reconciler:
                 deployment,
                 inventory,
                 allow_remote_code=self.config.allow_remote_code,
+                # The namespace the operator runs in (POD_NAMESPACE in its pod).
+                operator_namespace=self.config.lease_namespace,
             )
         return _Read(
             raw,

@@ -28,6 +28,7 @@ from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.handlers import WATCHED, build_registry
 from nemotron_operator.controller.health import HealthState, start_servers
 from nemotron_operator.controller.lease import LeaseGuard
+from nemotron_operator.controller.metrics_auth import MetricsGuard
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.reconcile import Outcome, Reconciler
 from nemotron_operator.controller.scraping import Scraper
@@ -272,6 +273,7 @@ async def run_operator(config: OperatorConfig) -> int:
             host=config.bind_address,
             health_port=config.health_port,
             metrics_port=config.metrics_port,
+            guard=MetricsGuard.for_cluster(kube) if config.metrics_auth else None,
         )
         kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
         kopf_task = asyncio.create_task(

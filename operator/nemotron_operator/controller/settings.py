@@ -42,6 +42,9 @@ class OperatorConfig:
     # spec.gateway: manage InferencePools, their endpoint pickers and HTTPRoutes (the chart sets
     # it with rbac.inferenceGateway, which grants those kinds; without it they are never read).
     inference_gateway: bool = False
+    # /metrics only for callers kube-apiserver authenticates and RBAC allows (TokenReview and
+    # SubjectAccessReview, controller/metrics_auth.py). The chart turns it on by default.
+    metrics_auth: bool = False
     # The metrics scraper (docs/observability.md): every serving pod's /metrics this often
     # (0: off), a timeout per pod, pods scraped at once, and the plan check's shortfall threshold.
     scrape_seconds: float = 30.0
@@ -84,6 +87,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--bind-address", help="address of the health and metrics servers (default 0.0.0.0)")
     add("--health-port", type=int, help="port of /healthz (default 8080; 0 picks one)")
     add("--metrics-port", type=int, help="port of /metrics (default 8081; 0 picks one)")
+    add(
+        "--metrics-auth",
+        action="store_const",
+        const="true",
+        help="answer /metrics only to bearer tokens kube-apiserver authenticates (TokenReview) "
+        "and authorizes for get on /metrics (SubjectAccessReview); the chart's default",
+    )
     add("--default-image", help=f"vLLM image where the spec keeps the default {DEFAULT_IMAGE}")
     add(
         "--standalone",
@@ -172,7 +182,7 @@ def config_from_args(
     for name in ("bind-address", "default-image", "lease-name", "kubeconfig"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = raw
-    for name in ("standalone", "allow-remote-code", "inference-gateway"):
+    for name in ("standalone", "allow-remote-code", "inference-gateway", "metrics-auth"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = _truthy(raw)
     if (raw := pick("watch-error-backoffs")) is not None:

@@ -59,8 +59,16 @@ CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap")
 ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles", "Role")
 ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy")
 INFERENCE_POOLS = Resource("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool")
 HTTP_ROUTES = Resource("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")
+# The /metrics guard's questions (kube/reviews.py): creates that store nothing.
+TOKEN_REVIEWS = Resource(
+    "authentication.k8s.io", "v1", "tokenreviews", "TokenReview", namespaced=False
+)
+SUBJECT_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 # Read, never written: the Gateway an HTTPRoute attaches to, for its address (status.endpoint).
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 
@@ -82,6 +90,7 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
             DEPLOYMENTS,
             INFERENCE_POOLS,
             HTTP_ROUTES,
+            NETWORK_POLICIES,
         ),
         key=lambda resource: KIND_ORDER.index(resource.kind),
     )

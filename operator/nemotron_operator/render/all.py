@@ -16,6 +16,7 @@ from nemotron_operator.render import (
 )
 from nemotron_operator.render.inputs import PlanResultLike, RenderOptions
 from nemotron_operator.render.names import Names
+from nemotron_operator.render.network_policy import build_network_policies
 from nemotron_operator.render.workload import build_statefulsets
 
 # The apply order, stated once (the controller's child kinds follow it too): capacity first (a
@@ -28,6 +29,7 @@ KIND_ORDER = (
     "Role",
     "RoleBinding",
     "ConfigMap",
+    "NetworkPolicy",
     "Service",
     "StatefulSet",
     "Deployment",
@@ -66,6 +68,7 @@ def render_all(
         deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
     )
     objects.append(services.build_pod_disruption_budget(names))
+    objects += build_network_policies(deployment, plan, names, options.operator_namespace)
     objects += gateway.build_gateway_objects(deployment, plan, names, settings.served_name)
     monitor = monitoring.build_pod_monitor(deployment, names)
     if monitor is not None:

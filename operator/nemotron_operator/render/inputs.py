@@ -77,3 +77,6 @@ class RenderOptions:
     owner: Owner | None = None
     allow_remote_code: bool = False
     plugin_digest: str | None = None
+    # spec.networkPolicy lets the operator's namespace reach the API port (its readiness check
+    # and scrapes); the CLI renders without one.
+    operator_namespace: str | None = None

@@ -70,6 +70,7 @@ class Admission:
     api: ApiServer
     namespace: str
     crd: dict[str, Any]  # the NemotronDeployment CRD as kube-apiserver serves it
+    cluster: KubeHandle | None = None  # for kubectl, as a user runs it
 
     def _body(self, obj: dict[str, Any]) -> dict[str, Any]:
         body = copy.deepcopy(obj)
@@ -190,7 +191,7 @@ def admission(
                 apply_crd(api, crd_file())
             served = served_crd(api, CRD_NAME)
             with cluster.namespace("admission") as namespace:
-                yield Admission(api, namespace, served)
+                yield Admission(api, namespace, served, cluster)
         finally:
             if installed_here:
                 delete_crd(api, CRD_NAME)

@@ -34,6 +34,12 @@ VARIANTS: dict[str, list[str]] = {
         "operator.defaultImage=vllm/vllm-openai:v0.31.0",
     ],
     "inference-gateway": ["--set", "rbac.inferenceGateway=true"],
+    "metrics-open-with-service-monitor": [
+        "--set",
+        "metrics.auth.enabled=false",
+        "--set",
+        "metrics.serviceMonitor.enabled=true",
+    ],
 }
 
 RELEASE = "nemo"

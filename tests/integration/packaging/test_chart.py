@@ -70,6 +70,24 @@ SERVICE_MONITOR_SCHEMA = {
                                 "type": "string",
                                 "pattern": "^([0-9]+(ms|s|m|h))+$",
                             },
+                            # SafeAuthorization: a Secret's key in the ServiceMonitor's namespace.
+                            "authorization": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "required": ["credentials"],
+                                "properties": {
+                                    "type": {"const": "Bearer"},
+                                    "credentials": {
+                                        "type": "object",
+                                        "additionalProperties": False,
+                                        "required": ["name", "key"],
+                                        "properties": {
+                                            "name": {"type": "string"},
+                                            "key": {"type": "string"},
+                                        },
+                                    },
+                                },
+                            },
                         },
                     },
                 },
@@ -98,12 +116,24 @@ def env_of(objects: list[dict[str, Any]]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in the_container(objects)["env"]}
 
 
+def the_operators(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The ClusterRoles (or bindings) of the workload, without metrics-auth.yaml's two."""
+    return [
+        obj
+        for obj in of_kind(objects, kind)
+        if not obj["metadata"]["name"].endswith(("-metrics-auth", "-metrics-reader"))
+    ]
+
+
 def rules_of(objects: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
     """(role kind/name in namespace, api group, resource, verb) for every granted permission."""
     granted = []
     for role in of_kind(objects, "Role") + of_kind(objects, "ClusterRole"):
         where = f"{role['kind']}/{role['metadata']['name']}@{role['metadata'].get('namespace', '')}"
         for rule in role["rules"]:
+            if "nonResourceURLs" in rule:  # the metrics-reader's, checked on its own below
+                assert rule == {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}, rule
+                continue
             assert set(rule) <= {"apiGroups", "resources", "resourceNames", "verbs"}, rule
             granted += [
                 (where, group, resource, verb)
@@ -260,8 +290,8 @@ def test_rbac_has_no_wildcards_secrets_or_escalation(render: Render, variant: st
 def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     objects = render("default")
     assert [r["metadata"]["name"] for r in of_kind(objects, "Role")] == [LEASE_ROLE]
-    (role,) = of_kind(objects, "ClusterRole")
-    (binding,) = of_kind(objects, "ClusterRoleBinding")
+    (role,) = the_operators(objects, "ClusterRole")
+    (binding,) = the_operators(objects, "ClusterRoleBinding")
     (account,) = of_kind(objects, "ServiceAccount")
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [
@@ -295,7 +325,7 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
     for binding in bindings:
         assert binding["roleRef"]["kind"] == "Role"
         assert binding["subjects"][0]["namespace"] == NAMESPACE
-    (cluster_role,) = of_kind(objects, "ClusterRole")
+    (cluster_role,) = the_operators(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
     # Read-only: GPU nodes and the pods bound to them (free GPUs; the inventory's watches), the
     # operator's NodePools (listed and watched by the watch cache), and the optional kinds' CRDs
@@ -314,7 +344,7 @@ def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
         r for r in cluster_role["rules"] if "customresourcedefinitions" in r["resources"]
     ]
     assert crd_rule["resourceNames"]  # only the optional kinds' CRDs, by name
-    (cluster_binding,) = of_kind(objects, "ClusterRoleBinding")
+    (cluster_binding,) = the_operators(objects, "ClusterRoleBinding")
     assert cluster_binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
@@ -346,7 +376,7 @@ def test_lease_role_is_limited_to_the_operators_lease_in_its_namespace(render: R
 def test_optional_grants_follow_their_switches(render: Render) -> None:
     objects = render("karpenter-and-podmonitors")
     writes = {"create", "patch", "delete"}
-    (cluster_role,) = of_kind(objects, "ClusterRole")
+    (cluster_role,) = the_operators(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
     assert {("karpenter.sh", "nodepools", v) for v in writes} <= cluster_wide  # cluster-scoped
     (role,) = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] != LEASE_ROLE]
@@ -377,6 +407,68 @@ def test_the_inference_gateway_switch_grants_its_kinds_and_starts_the_operator_w
     assert not {(g, r) for g, r, _ in granted_off} & (kinds | {("llm-d.ai", "inferenceobjectives")})
 
 
+def named(objects: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    (obj,) = [o for o in of_kind(objects, kind) if o["metadata"]["name"].endswith(suffix)]
+    return obj
+
+
+def test_metrics_auth_is_on_by_default_with_the_two_reviews_and_the_readers(
+    render: Render,
+) -> None:
+    objects = render("default")
+    assert env_of(objects)["NEMOTRON_OPERATOR_METRICS_AUTH"] == "true"
+    (account,) = of_kind(objects, "ServiceAccount")
+    reviews = named(objects, "ClusterRole", "-metrics-auth")
+    assert reviews["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+         "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+         "verbs": ["create"]},
+    ]  # fmt: skip
+    binding = named(objects, "ClusterRoleBinding", "-metrics-auth")
+    assert binding["roleRef"]["name"] == reviews["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}
+    ]
+    reader = named(objects, "ClusterRole", "-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    readers = named(objects, "ClusterRoleBinding", "-metrics-reader")
+    assert readers["roleRef"]["name"] == reader["metadata"]["name"]
+    assert readers["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+    ]
+    assert not of_kind(objects, "Secret")  # a token Secret only for the ServiceMonitor
+
+
+def test_the_service_monitor_sends_the_token_of_a_reader_of_its_own(render: Render) -> None:
+    objects = render("service-monitor-and-digest")
+    (monitor,) = of_kind(objects, "ServiceMonitor")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    (secret,) = of_kind(objects, "Secret")
+    assert endpoint["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": secret["metadata"]["name"], "key": "token"},
+    }
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    assert secret["metadata"]["namespace"] == monitor["metadata"]["namespace"] == NAMESPACE
+    scraper = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    assert scraper in {a["metadata"]["name"] for a in of_kind(objects, "ServiceAccount")}
+    readers = named(objects, "ClusterRoleBinding", "-metrics-reader")
+    assert {"kind": "ServiceAccount", "name": scraper, "namespace": NAMESPACE} in readers[
+        "subjects"
+    ]
+
+
+def test_metrics_auth_off_leaves_metrics_open_and_grants_nothing_for_it(render: Render) -> None:
+    objects = render("metrics-open-with-service-monitor")
+    assert "NEMOTRON_OPERATOR_METRICS_AUTH" not in env_of(objects)
+    names = [o["metadata"]["name"] for o in objects]
+    assert not [n for n in names if "-metrics-auth" in n or "-metrics-reader" in n or
+                "-metrics-scraper" in n], names  # fmt: skip
+    (monitor,) = of_kind(objects, "ServiceMonitor")
+    assert "authorization" not in monitor["spec"]["endpoints"][0]
+
+
 @pytest.mark.parametrize(
     ("values", "says"),
     [
@@ -388,6 +480,7 @@ def test_the_inference_gateway_switch_grants_its_kinds_and_starts_the_operator_w
         (["--set", "ports.metrics=http"], "/ports/metrics"),
         (["--set", "watchNamespaces={Not_A_Namespace}"], "/watchNamespaces/0"),
         (["--set", "metrics.serviceMonitor.interval=30 seconds"], "interval"),
+        (["--set", "metrics.auth.readers[0].name=prometheus"], "namespace"),
         (
             [
                 "--set",

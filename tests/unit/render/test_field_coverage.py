@@ -405,6 +405,15 @@ CASES: dict[str, Case] = {
         WITH_MONITOR,
     ),
     "spec.gateway.enabled": Case({"gateway": {"enabled": True}}, kind("InferencePool")),
+    "spec.networkPolicy.enabled": Case(
+        {"networkPolicy": {"enabled": True, "apiFromNamespaces": ["clients"]}},
+        kind("NetworkPolicy"),
+    ),
+    "spec.networkPolicy.apiFromNamespaces": Case(
+        {"networkPolicy": {"apiFromNamespaces": ["clients", "gateway"]}},
+        kind("NetworkPolicy"),
+        merge(BASE, {"networkPolicy": {"enabled": True, "apiFromNamespaces": ["clients"]}}),
+    ),
     "spec.gateway.endpointPicker.image": Case(
         {"gateway": {"endpointPicker": {"image": "registry.example/epp:v1"}}}, picker, WITH_GATEWAY
     ),

@@ -114,6 +114,9 @@ READINGS: dict[str, Callable[[Any], bool]] = {
         not s["shared"] or "ReadWriteMany" in s["accessModes"]
     ),
     "!has(self.httpRoute) || self.enabled": lambda s: not _has(s, "httpRoute") or s["enabled"],
+    "!has(self.deviceClassName) || self.allocation == 'DRA'": lambda s: (
+        not _has(s, "deviceClassName") or s.get("allocation") == "DRA"
+    ),
 }
 # Rules that compare with the stored object: only kube-apiserver can check them.
 TRANSITION_RULES = frozenset({"self == oldSelf"})

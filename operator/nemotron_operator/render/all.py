@@ -7,6 +7,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.render import (
     checks,
+    dra,
     engine,
     gateway,
     monitoring,
@@ -29,6 +30,7 @@ KIND_ORDER = (
     "RoleBinding",
     "ConfigMap",
     "Service",
+    "ResourceClaimTemplate",
     "StatefulSet",
     "Deployment",
     "PodDisruptionBudget",
@@ -65,6 +67,9 @@ def render_all(
     objects += build_statefulsets(
         deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
     )
+    if dra.uses_dra(deployment):
+        gpus_per_pod = plan.gpus_per_replica // plan.nodes_per_replica
+        objects.append(dra.build_claim_template(deployment, plan, names, gpus_per_pod))
     objects.append(services.build_pod_disruption_budget(names))
     objects += gateway.build_gateway_objects(deployment, plan, names, settings.served_name)
     monitor = monitoring.build_pod_monitor(deployment, names)

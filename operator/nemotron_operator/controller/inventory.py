@@ -106,7 +106,10 @@ def slice_projection(resource_slice: dict[str, Any]) -> dict[str, Any]:
 
 
 def claim_projection(claim: dict[str, Any]) -> dict[str, Any]:
-    """What the inventory reads of a ResourceClaim: where its GPUs are allocated, and whose."""
+    """What the inventory reads of a ResourceClaim: where its GPUs are allocated, and whose
+    (a projection again: itself)."""
+    if "gpus" in claim:
+        return claim
     metadata = claim.get("metadata") or {}
     labels = metadata.get("labels") or {}
     held = claim_node_gpus(claim)
@@ -220,7 +223,8 @@ class InventoryReader:
 
     def _claim_changed(self, kind: str, obj: dict[str, Any]) -> None:
         if self._watched:
-            self._count(("claims", object_key(obj)), None if kind == "DELETED" else obj)
+            gone = kind == "DELETED"
+            self._count(("claims", object_key(obj)), None if gone else claim_projection(obj))
 
     def _count(self, key: tuple[str, ObjectKey], obj: dict[str, Any] | None) -> None:
         """Replace ``key``'s share of the GPUs in use with that of ``obj`` (a pod or a claim, in

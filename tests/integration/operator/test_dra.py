@@ -5,6 +5,7 @@ two B200 nodes whose GPUs only DRA publishes (no nvidia.com/gpu, no GFD product 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
-from tests.integration.operator_process import OperatorProcess, ensure_namespace
+from tests.integration.operator.test_rbac import _chart_rbac, _service_account_kubeconfig
+from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 from tests.kube import KubeHandle
 
 TEMPLATES = ResourceKey("resource.k8s.io", "v1", "resourceclaimtemplates")
@@ -200,3 +202,39 @@ def test_without_dra_in_the_operator_a_dra_deployment_says_what_to_change(
     )
     assert "rbac.dra=true" in condition(cluster, "Feasible", "claimed")["message"]
     assert children(cluster, STATEFULSETS, "claimed") == []
+
+
+@DRA_CLUSTER
+def test_the_charts_dra_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> None:
+    """As the chart's ServiceAccount with rbac.dra: templates written, slices and claims read,
+    without a 403."""
+    install_crds(sim_cluster)
+    ensure_namespace(sim_cluster, "nemotron-system")
+    ensure_namespace(sim_cluster, NAMESPACE)
+    rbac = _chart_rbac(sim_cluster, tmp_path / "helm", "--set=rbac.dra=true")
+    sim_cluster.kubectl("apply", "-f", "-", input=rbac)
+    sim_cluster.wait_until(
+        lambda: sim_cluster.kubectl(
+            "auth", "can-i", "watch", "resourceslices.resource.k8s.io",
+            "--as=system:serviceaccount:nemotron-system:nemotron-operator", check=False,
+        ).stdout.strip() == "yes",
+        what="the chart's RBAC in force",
+    )  # fmt: skip
+    kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
+    operator = OperatorProcess(
+        sim_cluster,
+        tmp_path / "operator.log",
+        extra_args=["--lease-namespace=nemotron-system", "--dra"],
+        env={"KUBECONFIG": str(kubeconfig)},
+    )
+    operator.start()
+    try:
+        apply(sim_cluster, deployment("claimed", capacity=DRA))
+        wait_ready(sim_cluster, "claimed")
+        assert children(sim_cluster, TEMPLATES, "claimed")
+        forbidden = [r for r in operator.requests() if r["status"] in (401, 403)]
+        assert forbidden == [], forbidden
+    finally:
+        operator.stop()
+        print(operator.log()[-8000:])
+    operator.check_log()

@@ -32,6 +32,8 @@ VARIANTS: dict[str, list[str]] = {
         "operator.defaultImage=vllm/vllm-openai:v0.31.0",
     ],
     "inference-gateway": ["--set", "rbac.inferenceGateway=true"],
+    "dra": ["--set", "rbac.dra=true"],
+    "dra-namespaced": ["--set", "rbac.dra=true", "--set", "watchNamespaces={ai}"],
 }
 
 RELEASE = "nemo"

@@ -43,7 +43,9 @@ def selector(plan: Plan) -> str:
     product = f"{attributes}.productName.replace(' ', '-') == '{plan.gpu_product}'"
     if plan.gpu_memory_bytes <= 0:
         return product
-    memory = f"{capacity}.memory.compareTo(quantity('{plan.gpu_memory_bytes}')) >= 0"
+    mib, rest = divmod(plan.gpu_memory_bytes, 2**20)
+    amount = f"{mib}Mi" if not rest else str(plan.gpu_memory_bytes)
+    memory = f"{capacity}.memory.compareTo(quantity('{amount}')) >= 0"
     return f"{product} && (!('memory' in {capacity}) || {memory})"
 
 
@@ -81,7 +83,7 @@ def build_claim_template(
             "labels": labels,
         },
         "spec": {
-            "metadata": {"labels": labels},
+            "metadata": {"labels": dict(labels)},
             "spec": _claim_spec(deployment, plan, gpus),
         },
     }

@@ -1,12 +1,13 @@
 """DRA on the kubelet's side: a pod whose ``spec.resourceClaims`` are not yet allocated and
 reserved for it does not start.
 
-On a real node the kubelet's DRA manager calls the driver's ``NodePrepareResources`` for every
-claim of the pod before it creates the sandbox, and refuses a claim that is not allocated or not
-reserved for the pod (``pkg/kubelet/cm/dra/manager.go``: "pod claim ... is not reserved for pod").
-kube-scheduler allocates and reserves before it binds, so this is a safety net, as it is there.
-The kubelet does not write ``status.resourceClaimStatuses``: kube-controller-manager's
-resourceclaim controller does, naming the claim it made from each template; the kubelet reads it.
+On a real node the kubelet asks the driver to prepare every claim of the pod before it starts
+containers, and refuses to start a pod whose claim is not reserved for it (KEP-3063, "if resource
+not reserved for pod: kubelet refuses to start the pod"). kube-scheduler allocates and reserves
+before it binds, so this is a safety net, as it is there. The kubelet does not write
+``status.resourceClaimStatuses``: kube-controller-manager's resourceclaim controller does, naming
+the claim it made from each template (seen on this control plane: set with no kubelet writing
+pod status yet); the kubelet reads it.
 """
 
 from __future__ import annotations

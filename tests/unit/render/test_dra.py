@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from nemotron_operator.render import RenderError
 from nemotron_operator.render.names import INSTANCE, MANAGED_BY_LABEL
 from tests.unit.render.fakes import make_plan, of_kind, pod_spec, render, vllm
 
@@ -91,3 +94,31 @@ def test_device_class_name_reaches_the_template() -> None:
     spec = {"capacity": {"gpu": {"allocation": "DRA", "deviceClassName": "h200.example.com"}}}
     exactly = _template(render(spec))["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert exactly["deviceClassName"] == "h200.example.com"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"capacity": {"gpu": {"deviceClassName": "h200.example.com"}}}, "deviceClassName"),
+        (
+            {**DRA, "scheduling": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H200"}}},
+            'nodeSelector["nvidia.com/gpu.product"]',
+        ),
+        (
+            {
+                **DRA,
+                "nodePool": {
+                    "provisioner": "Karpenter",
+                    "karpenter": {"nodeClassRef": {"name": "gpu"}},
+                },
+            },
+            "spec.nodePool.provisioner",
+        ),
+    ],
+)
+def test_what_the_claim_replaces_is_refused_naming_the_field(
+    spec: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(RenderError) as caught:
+        render(spec)
+    assert field in str(caught.value)

@@ -46,6 +46,7 @@ Share = tuple[str, int, Owner | None]  # node, GPUs, whose
 _DEVICE_ATTRIBUTES = ("type", "productName", "cudaComputeCapability")
 UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 WATCHED = (NODES, PODS)  # all of them, cluster-wide (the chart must grant list and watch)
+DRA_WATCHED = (RESOURCE_SLICES, RESOURCE_CLAIMS)  # with --dra, cluster-wide (rbac.dra)
 _NODE_LABEL_PREFIX = "nvidia.com/"
 
 

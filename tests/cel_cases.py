@@ -121,6 +121,13 @@ CASES = [
         "set provisioner: Karpenter or remove nodePool.karpenter",
     ),
     Case(
+        "!has(self.deviceClassName) || self.allocation == 'DRA'",
+        set_("spec.capacity.gpu", {"allocation": "DRA", "deviceClassName": "h200.example.com"}),
+        set_("spec.capacity.gpu", {"deviceClassName": "h200.example.com"}),
+        "spec.capacity.gpu.deviceClassName",
+        "only used with allocation: DRA",
+    ),
+    Case(
         "!has(self.httpRoute) || self.enabled",
         set_("spec.gateway", {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}),
         set_("spec.gateway", {"httpRoute": {"parentRefs": [{"name": "gw"}]}}),

@@ -58,7 +58,7 @@ async def serve(args: argparse.Namespace) -> None:
         pid_file.write_text(f"{os.getpid()}\n")
         plane = cluster.control_plane
         groups = ", ".join(
-            f"{g.nodes} node(s) with {g.gpus_per_node}x {g.product}"
+            f"{g.nodes} node(s) with {g.gpus_per_node}x {g.product}{' (DRA)' if g.dra else ''}"
             for g in parse_node_spec(args.nodes)
         )
         _say("SIMULATED GPU cluster on a REAL control plane (nemotron-operator sim):")

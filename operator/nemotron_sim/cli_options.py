@@ -15,7 +15,8 @@ from nemotron_sim.kubelet.images import parse_mapping
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes", default=DEFAULT_NODES,
-        help="GPU nodes as PRODUCT:GPUSxNODES[,...] (default: %(default)s)",
+        help="GPU nodes as PRODUCT:GPUSxNODES[:dra][,...]; :dra publishes their GPUs as DRA "
+        "ResourceSlices (driver gpu.nvidia.com) instead of nvidia.com/gpu (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write it")
     parser.add_argument(

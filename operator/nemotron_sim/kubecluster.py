@@ -36,6 +36,7 @@ from nemotron_sim.agents.node_objects import (
     ready_conditions,
 )
 from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
+from nemotron_sim.agents.resource_slices import RESOURCE_CLAIMS, RESOURCE_SLICES, publish
 from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
 from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
 from nemotron_sim.controlplane import ControlPlane, flags
@@ -59,6 +60,7 @@ from nemotron_sim.vllm.parsers import OutputFault
 log = logging.getLogger("nemotron_sim")
 MIRRORED = (
     NODES, PODS, SECRETS, CONFIGMAPS, SERVICEACCOUNTS, SERVICES, ENDPOINT_SLICES, CLAIMS, VOLUMES,
+    RESOURCE_CLAIMS, RESOURCE_SLICES,
 )  # fmt: skip
 
 
@@ -174,6 +176,8 @@ class KubeCluster:
             self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
         )
         await self.nodes.register()
+        uids = {n["metadata"]["name"]: n["metadata"]["uid"] for n in node_objects}
+        await publish(self.api, self.groups, uids)  # DRA nodes' ResourceSlices, if any
         lap("nodes registered with pod CIDRs")
         node_ips = {
             n["metadata"]["name"]: n["status"]["addresses"][0]["address"] for n in node_objects

@@ -142,6 +142,13 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
   resources: ["inferenceobjectives", "inferencemodelrewrites"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+{{- if .Values.rbac.dra }}
+# capacity.gpu.allocation DRA (the operator runs with --dra): the ResourceClaimTemplate its
+# serving pods' claims are made from, followed and applied like the other children.
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaimtemplates"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
+{{- end }}
 {{- end -}}
 
 {{/* The single-replica guard's Lease, in the release's namespace: create cannot be limited to
@@ -184,4 +191,11 @@ request), and Karpenter NodePools. */}}
 - apiGroups: ["karpenter.sh"]
   resources: ["nodepools"]
   verbs: {{ if .Values.rbac.karpenterNodePools }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
+{{- if .Values.rbac.dra }}
+# The GPU inventory on DRA clusters (--dra): the GPUs the DRA driver publishes, and the claims
+# holding them (every namespace's: any pod's claim takes GPUs). Read only.
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceslices", "resourceclaims"]
+  verbs: ["list", "watch"]
+{{- end }}
 {{- end -}}

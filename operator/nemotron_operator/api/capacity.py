@@ -30,8 +30,23 @@ GpuProduct = Annotated[
 ]
 
 
+GpuAllocation = Literal["DevicePlugin", "DRA"]
+DEFAULT_DEVICE_CLASS = "gpu.nvidia.com"  # the DeviceClass NVIDIA's DRA driver chart installs
+
+
 class GpuSelection(ApiModel):
-    """Which GPUs a replica may use."""
+    """Which GPUs a replica may use, and how the pods ask for them."""
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": validations(
+            cel(
+                "!has(self.deviceClassName) || self.allocation == 'DRA'",
+                "gpu.deviceClassName is only used with allocation: DRA; set allocation: DRA or "
+                "remove deviceClassName",
+                ".deviceClassName",
+            )
+        )
+    }
 
     products: Annotated[list[GpuProduct], Field(max_length=16)] = Field(
         default_factory=list,
@@ -43,6 +58,18 @@ class GpuSelection(ApiModel):
         ge=1,
         le=512,
         description="Forces the number of GPUs per replica. Unset: planned.",
+    )
+    allocation: GpuAllocation = Field(
+        default="DevicePlugin",
+        description="How pods get their GPUs. DevicePlugin: the nvidia.com/gpu resource and "
+        "the GPU Feature Discovery product label. DRA: a ResourceClaimTemplate per pod "
+        "(resource.k8s.io/v1) requesting exactly the planned count of the planned product from "
+        "deviceClassName; the operator must run with --dra (the chart's rbac.dra).",
+    )
+    device_class_name: ResourceName | None = Field(
+        default=None,
+        description="DeviceClass the claims request (allocation DRA only). Default: "
+        f"{DEFAULT_DEVICE_CLASS}, the class NVIDIA's DRA driver installs.",
     )
 
 

@@ -117,6 +117,9 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "!self.enabled || size(self.apiFromNamespaces) > 0": lambda s: (
         not s["enabled"] or len(s["apiFromNamespaces"]) > 0
     ),
+    "!has(self.deviceClassName) || self.allocation == 'DRA'": lambda s: (
+        not _has(s, "deviceClassName") or s.get("allocation") == "DRA"
+    ),
 }
 # Rules that compare with the stored object: only kube-apiserver can check them.
 TRANSITION_RULES = frozenset({"self == oldSelf"})

@@ -66,7 +66,8 @@ def register(subparsers: SubParsers) -> None:
     parser.add_argument(
         "--gpu-inventory",
         metavar="NODES",
-        help="plan on the GPUs of these Node objects (kubectl get nodes -o yaml|json)",
+        help="plan on the GPUs of these Node objects (kubectl get nodes -o yaml|json), and of "
+        "the ResourceSlices among them (kubectl get resourceslices -o yaml: DRA's GPUs)",
     )
     parser.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
     parser.add_argument(
@@ -162,7 +163,7 @@ def _switch_precision(model: dict[str, Any], precision: str) -> None:
 def _inventory(path: str | None) -> GpuInventory | None:
     if path is None:
         return None
-    from nemotron_operator.sizing import inventory_from_nodes  # noqa: PLC0415
+    from nemotron_operator.sizing import inventory_from_usage  # noqa: PLC0415
 
     nodes: list[Any] = []
     for doc in _load_yaml(path):
@@ -172,7 +173,11 @@ def _inventory(path: str | None) -> GpuInventory | None:
             nodes.extend(doc)
         elif isinstance(doc, dict):
             nodes.append(doc)
-    return inventory_from_nodes([n for n in nodes if isinstance(n, dict)])
+    objects = [n for n in nodes if isinstance(n, dict)]
+    slices = [o for o in objects if o.get("kind") == "ResourceSlice"]
+    return inventory_from_usage(
+        [o for o in objects if o.get("kind") != "ResourceSlice"], {}, slices
+    )
 
 
 def _infeasible_exit(error: PlanningError) -> int:
@@ -206,7 +211,9 @@ def _run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     spec = deployment.spec
     try:
-        result = plan_deployment(spec, inventory=inventory)
+        # A deployment plans on the GPUs it asks for its way (capacity.gpu.allocation) only.
+        own = inventory.for_allocation(spec.capacity.gpu.allocation) if inventory else None
+        result = plan_deployment(spec, inventory=own)
     except PlanningError as exc:
         code = _infeasible_exit(exc)
         where = f"{exc.field}: " if exc.field else ""

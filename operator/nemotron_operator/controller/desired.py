@@ -19,6 +19,7 @@ from nemotron_operator.sizing import GpuInventory, PlanningError, PlanResult, pl
 from nemotron_operator.status import Problem
 
 INVALID_SPEC = "InvalidSpec"
+DRA_NOT_AVAILABLE = "DRANotAvailable"
 
 
 @dataclass(frozen=True)
@@ -61,17 +62,50 @@ def stored_status(raw: dict[str, Any]) -> NemotronDeploymentStatus | None:
         return None
 
 
+def own_kind(inventory: GpuInventory, deployment: NemotronDeployment | None) -> GpuInventory:
+    """The GPUs a deployment can get: those of its ``capacity.gpu.allocation``."""
+    if deployment is None:
+        return inventory
+    return inventory.for_allocation(deployment.spec.capacity.gpu.allocation)
+
+
+def dra_unavailable(allocation: str, enabled: bool, served: bool) -> Problem | None:
+    """Why ``capacity.gpu.allocation: DRA`` cannot be served: the operator runs without --dra
+    (its chart's rbac.dra grants the DRA kinds), or the cluster lacks resource.k8s.io/v1."""
+    if allocation != "DRA" or (enabled and served):
+        return None
+    if not enabled:
+        change = (
+            "the operator runs without --dra: upgrade its chart with --set rbac.dra=true (it "
+            "grants ResourceClaimTemplates, ResourceClaims and ResourceSlices), or set "
+            "allocation: DevicePlugin"
+        )
+    else:
+        change = (
+            "the cluster does not serve resource.k8s.io/v1 (DRA is GA since Kubernetes 1.34): "
+            "upgrade it, or set allocation: DevicePlugin"
+        )
+    return Problem(DRA_NOT_AVAILABLE, f"spec.capacity.gpu.allocation: DRA, but {change}")
+
+
 def plan_and_render(
     deployment: NemotronDeployment,
     inventory: GpuInventory,
     *,
     allow_remote_code: bool,
     operator_namespace: str | None = None,
+    dra: tuple[bool, bool] = (False, False),
 ) -> Planned | Problem:
     """The plan and the children it renders, or why there are none (the planner's reason, or
-    ``InvalidSpec`` for a field the renderer refuses)."""
+    ``InvalidSpec`` for a field the renderer refuses). ``dra``: whether the operator runs with
+    --dra, and whether the cluster serves DRA. A deployment plans on the nodes whose GPUs it
+    asks for its way (``capacity.gpu.allocation``) only."""
+    allocation = deployment.spec.capacity.gpu.allocation
+    problem = dra_unavailable(allocation, *dra)
+    if problem is not None:
+        return problem
     try:
-        result = plan_deployment(deployment.spec, inventory=inventory)
+        result = plan_deployment(deployment.spec, inventory=own_kind(inventory, deployment))
     except PlanningError as exc:
         where = f"{exc.field}: " if exc.field else ""
         return Problem(exc.reason, where + exc.message)

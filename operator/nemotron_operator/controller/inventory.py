@@ -13,6 +13,12 @@ The deployment's own pods are left out when counting free GPUs, so that a runnin
 does not count against itself. Until both watches have their first lists (and in unit tests
 without them) the inventory is listed instead, one read shared by every reconcile for ``ttl``
 seconds (``invalidate`` forces a fresh one).
+
+With ``dra`` (the operator runs with --dra) two more watches: the DRA driver's ResourceSlices
+(GPU nodes whose GPUs are claimed, not requested) and every ResourceClaim, projected on the
+node and number of the driver's devices its allocation holds and the instance labels (claims
+made from the operator's templates carry them), counted like pods. Where the cluster does not
+serve resource.k8s.io/v1 those watches end at their 404 (``dra_served`` is then False).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.informer import Informer
-from nemotron_operator.kube.resources import NODES, PODS
+from nemotron_operator.kube.resources import NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from nemotron_operator.kube.store import ObjectKey, object_key
 from nemotron_operator.render import names as n
 from nemotron_operator.sizing import (
@@ -32,11 +38,15 @@ from nemotron_operator.sizing import (
     inventory_from_usage,
     requested_gpus,
 )
+from nemotron_operator.sizing.dra import DRIVER, claim_node_gpus
 from nemotron_operator.sizing.inventory import GPU_RESOURCE
 
 Owner = tuple[str, str]  # (namespace, instance) of a managed pod
+Share = tuple[str, int, Owner | None]  # node, GPUs, whose
+_DEVICE_ATTRIBUTES = ("type", "productName", "cudaComputeCapability")
 UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
 WATCHED = (NODES, PODS)  # all of them, cluster-wide (the chart must grant list and watch)
+DRA_WATCHED = (RESOURCE_SLICES, RESOURCE_CLAIMS)  # with --dra, cluster-wide (rbac.dra)
 _NODE_LABEL_PREFIX = "nvidia.com/"
 
 
@@ -74,6 +84,47 @@ def pod_projection(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def slice_projection(resource_slice: dict[str, Any]) -> dict[str, Any]:
+    """What the inventory reads of a ResourceSlice: the driver's GPUs, their product, compute
+    capability and memory (other drivers' slices: nothing but their name)."""
+    spec = resource_slice.get("spec") or {}
+    name = (resource_slice.get("metadata") or {}).get("name")
+    if spec.get("driver") != DRIVER:
+        return {"metadata": {"name": name}}
+    devices = [
+        {
+            "attributes": {
+                k: v for k, v in (d.get("attributes") or {}).items() if k in _DEVICE_ATTRIBUTES
+            },
+            "capacity": {k: v for k, v in (d.get("capacity") or {}).items() if k == "memory"},
+        }
+        for d in spec.get("devices") or []
+    ]
+    return {
+        "metadata": {"name": name},
+        "spec": {"driver": DRIVER, "nodeName": spec.get("nodeName"), "devices": devices},
+    }
+
+
+def claim_projection(claim: dict[str, Any]) -> dict[str, Any]:
+    """What the inventory reads of a ResourceClaim: where its GPUs are allocated, and whose
+    (a projection again: itself)."""
+    if "gpus" in claim:
+        return claim
+    metadata = claim.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    held = claim_node_gpus(claim)
+    return {
+        "metadata": {
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "labels": {k: labels[k] for k in (n.INSTANCE, n.MANAGED_BY_LABEL) if k in labels},
+        },
+        "spec": {"nodeName": held[0] if held else None},
+        "gpus": held[1] if held else 0,
+    }
+
+
 def _owner(pod: dict[str, Any]) -> Owner | None:
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
@@ -85,9 +136,18 @@ def _owner(pod: dict[str, Any]) -> Owner | None:
 
 class InventoryReader:
     def __init__(
-        self, kube: KubeClient, *, ttl: float, clock: Callable[[], float] = time.monotonic
+        self,
+        kube: KubeClient,
+        *,
+        ttl: float,
+        dra: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._kube = kube
+        self._dra = dra
+        self._slices: list[dict[str, Any]] = []
+        self._slice_watch: Informer | None = None
+        self._claim_watch: Informer | None = None
         self._ttl = ttl
         self._clock = clock
         self._read_at = -1e9
@@ -97,7 +157,8 @@ class InventoryReader:
         self._shared: GpuInventory | None = None  # for deployments without pods
         self._node_watch: Informer | None = None
         self._pod_watch: Informer | None = None
-        self._counted: dict[ObjectKey, tuple[str, int, Owner | None]] = {}  # pod → its share
+        # a pod's or a claim's share of the GPUs in use (keyed "pods" or "claims", then by object)
+        self._counted: dict[tuple[str, ObjectKey], Share] = {}
         self._watched = False  # the usage above is the watches' (built from their first lists)
         self.generation = 0
 
@@ -114,37 +175,68 @@ class InventoryReader:
             project=pod_projection,
             listener=self._pod_changed,
         )
+        if self._dra:
+            self._slice_watch = Informer(
+                self._kube,
+                RESOURCE_SLICES,
+                project=slice_projection,
+                listener=self._node_changed,
+            )
+            self._claim_watch = Informer(
+                self._kube,
+                RESOURCE_CLAIMS,
+                project=claim_projection,
+                listener=self._claim_changed,
+            )
         return self.watches
 
     @property
     def watches(self) -> tuple[Informer, ...]:
-        return tuple(w for w in (self._node_watch, self._pod_watch) if w is not None)
+        every = (self._node_watch, self._pod_watch, self._slice_watch, self._claim_watch)
+        return tuple(w for w in every if w is not None)
 
     @property
     def watched(self) -> bool:
-        """Both watches have their first lists: reads need no request."""
+        """Every watch has its first list (a DRA watch: or found the API not served): reads
+        need no request."""
         watches = self.watches
-        return len(watches) == 2 and all(w.synced.is_set() for w in watches)
+        return len(watches) == (4 if self._dra else 2) and all(
+            w.synced.is_set() or w.not_served for w in watches
+        )
+
+    @property
+    def dra_served(self) -> bool:
+        """The operator runs with --dra and, as far as its watches know, the cluster serves
+        resource.k8s.io/v1 ResourceSlices and ResourceClaims."""
+        watches = (self._slice_watch, self._claim_watch)
+        return self._dra and not any(w is not None and w.not_served for w in watches)
 
     def _node_changed(self, kind: str, obj: dict[str, Any]) -> None:
         self.generation += 1
         self._shared = None
         if self._watched and self._node_watch is not None:
             self._nodes = self._node_watch.items()
+            self._slices = self._slice_watch.items() if self._slice_watch is not None else []
 
     def _pod_changed(self, kind: str, obj: dict[str, Any]) -> None:
         if self._watched:
-            self._count(object_key(obj), None if kind == "DELETED" else obj)
+            self._count(("pods", object_key(obj)), None if kind == "DELETED" else obj)
 
-    def _count(self, key: ObjectKey, pod: dict[str, Any] | None) -> None:
-        """Replace ``key``'s share of the GPUs in use with that of ``pod`` (None: gone)."""
+    def _claim_changed(self, kind: str, obj: dict[str, Any]) -> None:
+        if self._watched:
+            gone = kind == "DELETED"
+            self._count(("claims", object_key(obj)), None if gone else claim_projection(obj))
+
+    def _count(self, key: tuple[str, ObjectKey], obj: dict[str, Any] | None) -> None:
+        """Replace ``key``'s share of the GPUs in use with that of ``obj`` (a pod or a claim, in
+        projection; None: gone)."""
         before = self._counted.pop(key, None)
         after = None
-        if pod is not None:
-            node = (pod.get("spec") or {}).get("nodeName")
-            gpus = int(pod.get("gpus", requested_gpus(pod)))
+        if obj is not None:
+            node = (obj.get("spec") or {}).get("nodeName")
+            gpus = int(obj.get("gpus", requested_gpus(obj)))
             if node and gpus > 0:
-                after = (str(node), gpus, _owner(pod))
+                after = (str(node), gpus, _owner(obj))
                 self._counted[key] = after
         if before == after:
             return
@@ -169,8 +261,11 @@ class InventoryReader:
         self._used, self._own_used, self._counted = {}, {}, {}
         self._watched = True
         for pod in self._pod_watch.items():
-            self._count(object_key(pod), pod)
+            self._count(("pods", object_key(pod)), pod)
+        for claim in self._claim_watch.items() if self._claim_watch is not None else []:
+            self._count(("claims", object_key(claim)), claim)
         self._nodes = self._node_watch.items()
+        self._slices = self._slice_watch.items() if self._slice_watch is not None else []
         self.generation += 1
         self._shared = None
 
@@ -185,23 +280,31 @@ class InventoryReader:
         elif self._clock() - self._read_at > self._ttl:
             nodes = await self._kube.list(NODES)
             pods = await self._kube.list(PODS, field_selector=UNFINISHED)
-            self._index(nodes, pods)
+            if self.dra_served:
+                slices = await self._kube.list(RESOURCE_SLICES)
+                claims = [claim_projection(c) for c in await self._kube.list(RESOURCE_CLAIMS)]
+            else:
+                slices, claims = [], []
+            self._index(nodes, pods + claims, slices)
             self._read_at = self._clock()
         own = self._own_used.get((namespace, instance))
         if not own:
             if self._shared is None:
-                self._shared = inventory_from_usage(self._nodes, self._used)
+                self._shared = inventory_from_usage(self._nodes, self._used, self._slices)
             return self._shared
         others = {node: gpus - own.get(node, 0) for node, gpus in self._used.items()}
-        return inventory_from_usage(self._nodes, others)
+        return inventory_from_usage(self._nodes, others, self._slices)
 
-    def _index(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    def _index(
+        self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], slices: list[dict[str, Any]]
+    ) -> None:
+        """From lists: ``pods`` may include claims in projection (their ``gpus`` counted)."""
         by_owner: dict[Owner, list[dict[str, Any]]] = {}
         for pod in pods:
             owner = _owner(pod)
             if owner is not None:
                 by_owner.setdefault(owner, []).append(pod)
-        self._nodes = nodes
+        self._nodes, self._slices = nodes, slices
         self._used = gpus_by_node(pods)
         self._own_used = {owner: gpus_by_node(owned) for owner, owned in by_owner.items()}
         self._shared = None

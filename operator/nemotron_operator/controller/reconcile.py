@@ -36,6 +36,7 @@ from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     DEPLOYMENTS,
+    DRA_RESOURCES,
     GATEWAY_RESOURCES,
     NODE_POOLS,
     OPTIONAL_RESOURCES,
@@ -117,18 +118,21 @@ class Reconciler:
         self.autoscaler = autoscaler
         # The behavioural check before a pod takes traffic (its readiness gate).
         self.verifier = verifier or Verifier(kube, scraper.metrics)
-        self.inventory = InventoryReader(kube, ttl=min(5.0, config.resync_seconds / 2))
+        ttl = min(5.0, config.resync_seconds / 2)
+        self.inventory = InventoryReader(kube, ttl=ttl, dra=config.dra)
         self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
         self.last_inputs = LastInputs()
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs), less those
-        whose watch got a 404 (a CRD removed since); the gateway's kinds only where the operator
-        runs with them (--inference-gateway, and their RBAC)."""
+        whose watch got a 404 (a CRD removed since); the gateway's and DRA's kinds only where the
+        operator runs with them (--inference-gateway, --dra, and their RBAC)."""
         base = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
         found = base | await self.discovery.current()
         if not self.config.inference_gateway:
             found -= GATEWAY_RESOURCES
+        if not self.inventory.dra_served:
+            found -= DRA_RESOURCES
         return frozenset(found) - self.cache.unserved()
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
@@ -188,13 +192,14 @@ class Reconciler:
                 allow_remote_code=self.config.allow_remote_code,
                 # The namespace the operator runs in (POD_NAMESPACE in its pod).
                 operator_namespace=self.config.lease_namespace,
+                dra=(self.config.dra, self.inventory.dra_served),
             )
         return _Read(
             raw,
             names,
             desired.stored_status(raw),
             deployment,
-            inventory,
+            desired.own_kind(inventory, deployment),
             planned=found if isinstance(found, Planned) else None,
             problem=found if isinstance(found, Problem) else None,
         )

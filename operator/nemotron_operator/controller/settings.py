@@ -45,6 +45,10 @@ class OperatorConfig:
     # /metrics only for callers kube-apiserver authenticates and RBAC allows (TokenReview and
     # SubjectAccessReview, controller/metrics_auth.py). The chart turns it on by default.
     metrics_auth: bool = False
+    # capacity.gpu.allocation DRA: ResourceClaimTemplates written, ResourceSlices and
+    # ResourceClaims watched by the GPU inventory (the chart sets it with rbac.dra, which grants
+    # them; without it those kinds are never read).
+    dra: bool = False
     # The metrics scraper (docs/observability.md): every serving pod's /metrics this often
     # (0: off), a timeout per pod, pods scraped at once, and the plan check's shortfall threshold.
     scrape_seconds: float = 30.0
@@ -146,6 +150,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="manage spec.gateway's InferencePools, endpoint pickers and HTTPRoutes (needs "
         "their RBAC: the chart's rbac.inferenceGateway)",
     )
+    add(
+        "--dra",
+        action="store_const",
+        const="true",
+        help="serve capacity.gpu.allocation DRA: write ResourceClaimTemplates and count the GPUs "
+        "of ResourceSlices and ResourceClaims (needs their RBAC: the chart's rbac.dra)",
+    )
 
 
 def config_from_args(
@@ -182,7 +193,7 @@ def config_from_args(
     for name in ("bind-address", "default-image", "lease-name", "kubeconfig"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = raw
-    for name in ("standalone", "allow-remote-code", "inference-gateway", "metrics-auth"):
+    for name in ("standalone", "allow-remote-code", "inference-gateway", "metrics-auth", "dra"):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = _truthy(raw)
     if (raw := pick("watch-error-backoffs")) is not None:

@@ -69,6 +69,14 @@ TOKEN_REVIEWS = Resource(
 SUBJECT_ACCESS_REVIEWS = Resource(
     "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
 )
+# capacity.gpu.allocation DRA (the operator runs with --dra): written, and read by the inventory.
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate"
+)
+RESOURCE_CLAIMS = Resource("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim")
+RESOURCE_SLICES = Resource(
+    "resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False
+)
 # Read, never written: the Gateway an HTTPRoute attaches to, for its address (status.endpoint).
 GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 
@@ -83,6 +91,7 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
             STATEFULSETS,
             POD_DISRUPTION_BUDGETS,
             POD_MONITORS,
+            RESOURCE_CLAIM_TEMPLATES,
             SERVICE_ACCOUNTS,
             CONFIG_MAPS,
             ROLES,
@@ -98,6 +107,9 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
 OPTIONAL_RESOURCES: frozenset[Resource] = frozenset(
     {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES}
 )
+# Followed only when the operator runs with --dra (its RBAC is the chart's rbac.dra) and the
+# cluster serves resource.k8s.io/v1.
+DRA_RESOURCES: frozenset[Resource] = frozenset({RESOURCE_CLAIM_TEMPLATES})
 # Followed only when the operator runs with --inference-gateway (their RBAC is the chart's
 # rbac.inferenceGateway); the two CRDs among them also need discovery.
 GATEWAY_RESOURCES: frozenset[Resource] = frozenset(

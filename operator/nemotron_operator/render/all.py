@@ -7,6 +7,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.render import (
     checks,
+    dra,
     engine,
     gateway,
     monitoring,
@@ -31,6 +32,7 @@ KIND_ORDER = (
     "ConfigMap",
     "NetworkPolicy",
     "Service",
+    "ResourceClaimTemplate",
     "StatefulSet",
     "Deployment",
     "PodDisruptionBudget",
@@ -67,6 +69,9 @@ def render_all(
     objects += build_statefulsets(
         deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
     )
+    if dra.uses_dra(deployment):
+        gpus_per_pod = plan.gpus_per_replica // plan.nodes_per_replica
+        objects.append(dra.build_claim_template(deployment, plan, names, gpus_per_pod))
     objects.append(services.build_pod_disruption_budget(names))
     objects += build_network_policies(deployment, plan, names, options.operator_namespace)
     objects += gateway.build_gateway_objects(deployment, plan, names, settings.served_name)

@@ -205,6 +205,7 @@ def _placement(deployment: NemotronDeployment, gpu_product: str) -> list[FieldEr
                 "a shared cache needs accessModes to include ReadWriteMany",
             )
         )
+    errors += _dra(deployment)
     pool = spec.node_pool
     if pool.provisioner == "Karpenter" and pool.karpenter is None:
         errors.append(
@@ -218,6 +219,40 @@ def _placement(deployment: NemotronDeployment, gpu_product: str) -> list[FieldEr
                 "spec.nodePool.provisioner",
                 "nodePool.karpenter is set but provisioner is None: set provisioner: Karpenter "
                 "or remove nodePool.karpenter",
+            )
+        )
+    return errors
+
+
+def _dra(deployment: NemotronDeployment) -> list[FieldError]:
+    """capacity.gpu.allocation DRA (docs/dra.md): what the claim replaces cannot be set too."""
+    spec = deployment.spec
+    gpu = spec.capacity.gpu
+    if gpu.allocation != "DRA":
+        if gpu.device_class_name is None:
+            return []
+        return [
+            FieldError(
+                "spec.capacity.gpu.deviceClassName",
+                "is only used with allocation: DRA; set allocation: DRA or remove deviceClassName",
+            )
+        ]
+    errors = []
+    if GPU_PRODUCT_LABEL in spec.scheduling.node_selector:
+        errors.append(
+            FieldError(
+                f'spec.scheduling.nodeSelector["{GPU_PRODUCT_LABEL}"]',
+                "with allocation: DRA the claim's selector picks the product (DRA nodes need "
+                "not carry GPU Feature Discovery labels): remove this selector and name the "
+                "product in spec.capacity.gpu.products",
+            )
+        )
+    if spec.node_pool.provisioner == "Karpenter":
+        errors.append(
+            FieldError(
+                "spec.nodePool.provisioner",
+                "Karpenter NodePools are sized in nvidia.com/gpu, which DRA pods do not request: "
+                "use allocation: DevicePlugin with Karpenter, or provisioner: None with DRA",
             )
         )
     return errors

@@ -12,8 +12,8 @@ import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.render import dra, storage
 from nemotron_operator.render import names as n
-from nemotron_operator.render import storage
 from nemotron_operator.render.checks import GPU_PRODUCT_LABEL
 from nemotron_operator.render.engine import (
     MODEL_MOUNT,
@@ -257,6 +257,8 @@ def build_pod_template(
         pod["affinity"] = sorted_keys(spec.scheduling.affinity)
     if spec.scheduling.priority_class_name is not None:
         pod["priorityClassName"] = spec.scheduling.priority_class_name
+    if dra.uses_dra(deployment):
+        dra.claim_gpus(pod, dra.template_name(deployment, plan, names, gpus))
     return {
         "metadata": {"labels": pod_labels, "annotations": {n.MODEL: spec.model.id}},
         "spec": pod,

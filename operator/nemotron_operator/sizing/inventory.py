@@ -3,7 +3,9 @@
 GPU Feature Discovery labels (model-facts.md §5, NVIDIA k8s-device-plugin [P]):
 ``nvidia.com/gpu.product`` (the product name), ``nvidia.com/gpu.memory`` (MiB; absent on
 unified-memory GB10), ``nvidia.com/gpu.compute.major``/``minor``; the extended resource
-``nvidia.com/gpu`` in ``status.allocatable``.
+``nvidia.com/gpu`` in ``status.allocatable``. With ResourceSlices, the GPUs NVIDIA's DRA driver
+publishes too (``sizing/dra.py``): those nodes' GPUs are claimed, not requested as a resource,
+so each node says which way (``allocation``) and a deployment plans on its own kind only.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nemotron_operator.catalog.gpus import MIB, GpuProduct, lookup_gpu
+from nemotron_operator.sizing.dra import dra_node_facts
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"
@@ -31,11 +34,18 @@ class GpuNode:
     compute_capability: tuple[int, int] | None
     ready: bool = True
     schedulable: bool = True
+    allocation: str = "DevicePlugin"  # or "DRA": the GPUs are in a DRA driver's ResourceSlices
 
 
 @dataclass(frozen=True)
 class GpuInventory:
     nodes: tuple[GpuNode, ...]
+
+    def for_allocation(self, allocation: str) -> GpuInventory:
+        """The nodes whose GPUs a pod asks for this way (capacity.gpu.allocation)."""
+        if all(n.allocation == allocation for n in self.nodes):
+            return self
+        return GpuInventory(tuple(n for n in self.nodes if n.allocation == allocation))
 
     def products(self) -> tuple[str, ...]:
         """Products present, most GPUs first, then by name (deterministic)."""
@@ -118,13 +128,15 @@ def requested_gpus(pod: Mapping[str, Any]) -> int:
 
 
 def gpus_by_node(pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """GPUs requested per node name by the pods bound to it that have not finished."""
+    """GPUs requested per node name by the pods bound to it that have not finished (an object
+    with a ``gpus`` count, such as a projected DRA claim, counts that instead)."""
     used: dict[str, int] = {}
     for pod in pods:
         node_name = (pod.get("spec") or {}).get("nodeName")
         phase = (pod.get("status") or {}).get("phase")
         if node_name and phase not in ("Succeeded", "Failed"):
-            used[node_name] = used.get(node_name, 0) + requested_gpus(pod)
+            gpus = _int(pod["gpus"]) if "gpus" in pod else requested_gpus(pod)
+            used[node_name] = used.get(node_name, 0) + (gpus or 0)
     return used
 
 
@@ -138,23 +150,43 @@ def inventory_from_nodes(
 
 
 def inventory_from_usage(
-    nodes: Iterable[Mapping[str, Any]], used: Mapping[str, int]
+    nodes: Iterable[Mapping[str, Any]],
+    used: Mapping[str, int],
+    slices: Iterable[Mapping[str, Any]] = (),
 ) -> GpuInventory:
     """``inventory_from_nodes`` with the GPUs in use per node already summed
-    (``gpus_by_node``): a caller that plans many deployments against one pod list sums once."""
+    (``gpus_by_node``, plus the devices of allocated claims): a caller that plans many
+    deployments against one pod list sums once. ``slices``: the DRA driver's ResourceSlices."""
     parsed = []
+    dra = dra_node_facts(slices)
     for node in nodes:
         metadata = node.get("metadata") or {}
         labels = metadata.get("labels") or {}
         product = labels.get(PRODUCT_LABEL)
         status = node.get("status") or {}
         allocatable = _int((status.get("allocatable") or {}).get(GPU_RESOURCE)) or 0
-        if not product or allocatable <= 0:
-            continue
         name = str(metadata.get("name", ""))
-        major, minor = _int(labels.get(MAJOR_LABEL)), _int(labels.get(MINOR_LABEL))
         conditions = status.get("conditions") or []
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        schedulable = not (node.get("spec") or {}).get("unschedulable", False)
+        facts = dra.get(name)
+        if facts is not None:
+            parsed.append(
+                GpuNode(
+                    name=name,
+                    product=facts["product"],
+                    gpus=facts["gpus"],
+                    free_gpus=max(0, facts["gpus"] - used.get(name, 0)),
+                    memory_mib=facts["memory_mib"],
+                    compute_capability=facts["capability"],
+                    ready=ready or not conditions,
+                    schedulable=schedulable,
+                    allocation="DRA",
+                )
+            )
+        if not product or allocatable <= 0:
+            continue
+        major, minor = _int(labels.get(MAJOR_LABEL)), _int(labels.get(MINOR_LABEL))
         parsed.append(
             GpuNode(
                 name=name,
@@ -164,8 +196,8 @@ def inventory_from_usage(
                 memory_mib=_int(labels.get(MEMORY_LABEL)),
                 compute_capability=(major, minor or 0) if major is not None else None,
                 ready=ready or not conditions,
-                schedulable=not (node.get("spec") or {}).get("unschedulable", False),
+                schedulable=schedulable,
             )
         )
-    parsed.sort(key=lambda n: (n.product, n.name))
+    parsed.sort(key=lambda n: (n.product, n.name, n.allocation))
     return GpuInventory(tuple(parsed))

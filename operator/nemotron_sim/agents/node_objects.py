@@ -4,6 +4,11 @@ Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eigh
 Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
 ``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
 have (GKE adds exactly this taint to GPU node pools).
+
+``PRODUCT:GPUSxNODES:dra`` makes nodes whose GPUs are published by NVIDIA's DRA driver instead
+(``agents/resource_slices.py``): no device plugin, so no ``nvidia.com/gpu`` resource and no GFD
+product labels — only ``nvidia.com/gpu.present`` and the taint. Such nodes are named
+``sim-<product>-dra-<i>``, so one product may appear once per kind.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ RESERVED_MEMORY_GIB = 32
 MAX_PODS = 110  # the kubelet's default --max-pods
 KUBELET_VERSION = "v0.0.0-sim"  # the cluster passes the control plane's version
 
-_ENTRY = re.compile(r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)$")
+_ENTRY = re.compile(
+    r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)(?P<dra>:dra)?$"
+)
 
 
 class NodeSpecError(ValueError):
@@ -41,6 +48,7 @@ class NodeGroup:
     product: str
     gpus_per_node: int
     nodes: int
+    dra: bool = False  # GPUs published as ResourceSlices by a DRA driver, not a device plugin
 
 
 @dataclass(frozen=True)
@@ -65,7 +73,8 @@ def gpu_facts(product: str) -> GpuFacts:
 
 
 def parse_node_spec(text: str) -> list[NodeGroup]:
-    """Parse ``PRODUCT:GPUSxNODES[,...]``; the same product may not appear twice."""
+    """Parse ``PRODUCT:GPUSxNODES[:dra][,...]``; the same product may not appear twice with
+    the same kind of allocation."""
     groups: list[NodeGroup] = []
     for raw in text.split(","):
         entry = raw.strip()
@@ -73,20 +82,23 @@ def parse_node_spec(text: str) -> list[NodeGroup]:
         if match is None:
             raise NodeSpecError(
                 f"bad node group {entry!r}: expected PRODUCT:GPUSxNODES, "
-                "e.g. NVIDIA-H200:8x2 (two nodes with eight H200 each)"
+                "e.g. NVIDIA-H200:8x2 (two nodes with eight H200 each) or NVIDIA-H200:8x2:dra "
+                "(their GPUs published as DRA ResourceSlices)"
             )
-        group = NodeGroup(match["product"], int(match["gpus"]), int(match["nodes"]))
+        group = NodeGroup(
+            match["product"], int(match["gpus"]), int(match["nodes"]), dra=bool(match["dra"])
+        )
         if group.gpus_per_node < 1 or group.nodes < 1:
             raise NodeSpecError(f"bad node group {entry!r}: GPUs and nodes must be at least 1")
-        if any(g.product == group.product for g in groups):
+        if any((g.product, g.dra) == (group.product, group.dra) for g in groups):
             raise NodeSpecError(f"GPU product {group.product} appears twice in {text!r}")
         groups.append(group)
     return groups
 
 
-def node_name(product: str, index: int) -> str:
+def node_name(product: str, index: int, *, dra: bool = False) -> str:
     short = product.lower().removeprefix("nvidia-")
-    return f"sim-{short}-{index}"
+    return f"sim-{short}-dra-{index}" if dra else f"sim-{short}-{index}"
 
 
 def build_node(
@@ -96,8 +108,9 @@ def build_node(
     internal_ip: str,
     kubelet_version: str = KUBELET_VERSION,
 ) -> dict[str, Any]:
-    """A Node object as a kubelet plus GPU Feature Discovery would register it."""
-    name = node_name(group.product, index)
+    """A Node object as a kubelet plus GPU Feature Discovery would register it (a DRA group's:
+    as a kubelet with NVIDIA's DRA driver, whose GPUs are in ResourceSlices instead)."""
+    name = node_name(group.product, index, dra=group.dra)
     gpus = str(group.gpus_per_node)
     labels = {
         "kubernetes.io/hostname": name,
@@ -116,6 +129,9 @@ def build_node(
     }
     if facts.memory_mib is not None:
         labels["nvidia.com/gpu.memory"] = str(facts.memory_mib)
+    if group.dra:
+        labels = {k: v for k, v in labels.items() if not k.startswith("nvidia.com/gpu.")}
+        labels["nvidia.com/gpu.present"] = "true"
     capacity = {
         "cpu": str(NODE_CPU),
         "memory": f"{NODE_MEMORY_GIB}Gi",
@@ -123,6 +139,8 @@ def build_node(
         "pods": str(MAX_PODS),
         "ephemeral-storage": "3840Gi",
     }
+    if group.dra:
+        del capacity["nvidia.com/gpu"]
     allocatable = {
         **capacity,
         "cpu": str(NODE_CPU - RESERVED_CPU),

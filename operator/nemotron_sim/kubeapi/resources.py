@@ -17,6 +17,8 @@ _CLUSTER_SCOPED = frozenset(
         ("rbac.authorization.k8s.io", "clusterrolebindings"),
         ("karpenter.sh", "nodepools"),
         ("karpenter.sh", "nodeclaims"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "deviceclasses"),
     }
 )
 

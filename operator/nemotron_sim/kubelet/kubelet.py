@@ -1,8 +1,9 @@
 """The simulated kubelet: runs the pods kube-scheduler binds to the simulated nodes.
 
-Per pod: a loopback pod IP, init containers that complete after ``init_seconds`` (no image pull,
-no network: the ``hf download`` weight fetch is only pretended), then the containers. A container
-whose command is ``vllm serve ...`` runs a stand-in vLLM (:class:`StubVllm`) on ``podIP:port``;
+Per pod: its DRA claims allocated and reserved for it (claims.py), a loopback pod IP, init
+containers that complete after ``init_seconds`` (no image pull, no network: the ``hf download``
+weight fetch is only pretended), then the containers. A container whose command is
+``vllm serve ...`` runs a stand-in vLLM (:class:`StubVllm`) on ``podIP:port``;
 its readiness comes from its ``readinessProbe``/``startupProbe`` ``httpGet`` (or ``/health``),
 polled every ``probe_period`` seconds until it first succeeds — real probe periods are compressed.
 A command line the stand-in refuses leaves the container in ``CrashLoopBackOff`` with vLLM's error
@@ -25,12 +26,8 @@ from nemotron_sim.kubeapi.client import ApiStatusError
 from nemotron_sim.kubeapi.kinds import NODES, PODS, SECRETS
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubeapi.store import ObjectStore
-from nemotron_sim.kubelet.events import (
-    EventRecorder,
-    involved,
-    log,
-    now_rfc3339,
-)
+from nemotron_sim.kubelet.claims import dra_gpu_product, wait_for_claims
+from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import AddressPool, can_bind
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
@@ -200,6 +197,7 @@ class Kubelet:
             self._session = None
 
     async def _run(self, running: _RunningPod, pod: dict[str, Any], host_ip: str) -> None:
+        await wait_for_claims(self._store, pod, self.settings.probe_period)  # DRA: prepared?
         containers = (pod.get("spec") or {}).get("containers") or []
         declared = [
             int(port["containerPort"])
@@ -251,7 +249,9 @@ class Kubelet:
         """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
         node = self._store.get(NODES, None, node_name) if node_name else None
         labels = ((node or {}).get("metadata") or {}).get("labels") or {}
-        product = labels.get(GPU_PRODUCT_LABEL)
+        product = labels.get(GPU_PRODUCT_LABEL) or (
+            node_name and dra_gpu_product(self._store, node_name)
+        )
         return str(product) if product else None
 
     def _allocate_ip(self, pool: AddressPool, ports: list[int]) -> str:

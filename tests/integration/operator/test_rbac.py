@@ -29,9 +29,9 @@ from tests.kubectl import run_kubectl
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
 
-def _chart_rbac(cluster: KubeHandle, home: Path) -> str:
+def _chart_rbac(cluster: KubeHandle, home: Path, *extra: str) -> str:
     """The chart's ServiceAccount and RBAC objects, with NodePool, PodMonitor and inference
-    gateway writes on."""
+    gateway writes on (and ``extra`` values)."""
     rendered = run_helm(
         helm_env(cluster.env, home),
         "template",
@@ -41,6 +41,7 @@ def _chart_rbac(cluster: KubeHandle, home: Path) -> str:
         "--set=rbac.karpenterNodePools=true",
         "--set=rbac.podMonitors=true",
         "--set=rbac.inferenceGateway=true",
+        *extra,
     ).stdout
     objects = [doc for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] in RBAC_KINDS]
     assert {obj["kind"] for obj in objects} == RBAC_KINDS

@@ -40,6 +40,8 @@ VARIANTS: dict[str, list[str]] = {
         "--set",
         "metrics.serviceMonitor.enabled=true",
     ],
+    "dra": ["--set", "rbac.dra=true"],
+    "dra-namespaced": ["--set", "rbac.dra=true", "--set", "watchNamespaces={ai}"],
 }
 
 RELEASE = "nemo"

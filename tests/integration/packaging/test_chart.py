@@ -469,6 +469,28 @@ def test_metrics_auth_off_leaves_metrics_open_and_grants_nothing_for_it(render: 
     assert "authorization" not in monitor["spec"]["endpoints"][0]
 
 
+def test_the_dra_switch_grants_its_kinds_and_starts_the_operator_with_it(render: Render) -> None:
+    on, off = render("dra"), render("default")
+    assert env_of(on)["NEMOTRON_OPERATOR_DRA"] == "true"
+    assert "NEMOTRON_OPERATOR_DRA" not in env_of(off)
+    granted_on = {(g, r, v) for _, g, r, v in rules_of(of_kind(on, "ClusterRole"))}
+    granted_off = {(g, r, v) for _, g, r, v in rules_of(of_kind(off, "ClusterRole"))}
+    templates = {("resource.k8s.io", "resourceclaimtemplates", v) for v in ("list", "watch",
+                 "create", "patch", "delete")}  # fmt: skip
+    read = {("resource.k8s.io", r, v) for r in ("resourceslices", "resourceclaims")
+            for v in ("list", "watch")}  # fmt: skip
+    assert templates | read <= granted_on
+    # Read only: the operator never writes a claim or a slice.
+    written = {r for g, r, v in granted_on if g == "resource.k8s.io" and v not in ("list", "watch")}
+    assert written == {"resourceclaimtemplates"}
+    assert not {g for g, _, _ in granted_off} & {"resource.k8s.io"}
+    # Per-namespace mode: templates where the operator serves, slices and claims cluster-wide.
+    namespaced = render("dra-namespaced")
+    (role,) = [r for r in of_kind(namespaced, "Role") if r["metadata"]["name"] != LEASE_ROLE]
+    assert templates <= {(g, r, v) for _, g, r, v in rules_of([role])}
+    assert read <= {(g, r, v) for _, g, r, v in rules_of(of_kind(namespaced, "ClusterRole"))}
+
+
 @pytest.mark.parametrize(
     ("values", "says"),
     [

@@ -23,6 +23,7 @@ from nemotron_operator.kube import resources
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     CRDS,
+    DRA_RESOURCES,
     GATEWAY_RESOURCES,
     GATEWAYS,
     OPTIONAL_RESOURCES,
@@ -63,6 +64,7 @@ SWITCHES = [
     "--set", "rbac.karpenterNodePools=true",
     "--set", "rbac.podMonitors=true",
     "--set", "rbac.inferenceGateway=true",
+    "--set", "rbac.dra=true",
 ]  # fmt: skip
 
 Grant = tuple[str, str, str]
@@ -114,7 +116,8 @@ def needed(calls: set[tuple[Resource, str, str]]) -> set[Grant]:
     grants = {(r.group, f"{r.plural}/{sub}" if sub else r.plural, verb) for r, sub, verb in calls}
     # kopf lists and watches NemotronDeployments; the watch cache, the children and pods; the
     # GPU inventory, nodes and unfinished pods.
-    for resource in (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED, CRDS):
+    watched = (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED, *inventory.DRA_WATCHED)
+    for resource in (*watched, CRDS):
         grants |= {
             (resource.group, resource.plural, "list"),
             (resource.group, resource.plural, "watch"),
@@ -166,13 +169,15 @@ def test_the_chart_grants_every_call_the_code_makes(
         assert not missing, f"the chart does not grant {sorted(missing)} ({mode or 'cluster-wide'})"
     optional = {(r.group, r.plural) for r in OPTIONAL_RESOURCES}
     gateway = {(r.group, r.plural) for r in (*GATEWAY_RESOURCES, GATEWAYS)}
+    dra = {(r.group, r.plural) for r in (*DRA_RESOURCES, *inventory.DRA_WATCHED)}
     missing = code_grants - granted(helm_environment)
-    # Without the switches: the optional kinds' writes, and nothing of the gateway's kinds (the
-    # operator runs without --inference-gateway and never reads them).
-    assert all((g, r) in gateway or ((g, r) in optional and v != "list") for g, r, v in missing), (
-        sorted(missing)
-    )
+    # Without the switches: the optional kinds' writes, and nothing of the gateway's or DRA's
+    # kinds (the operator runs without --inference-gateway and --dra and never reads them).
+    assert all(
+        (g, r) in gateway | dra or ((g, r) in optional and v != "list") for g, r, v in missing
+    ), sorted(missing)
     assert {(g, r) for g, r, _ in missing} & gateway == gateway
+    assert {(g, r) for g, r, _ in missing} & dra == dra
 
 
 def test_every_grant_is_needed_by_a_call(

@@ -19,6 +19,8 @@ import kubernetes_validate
 # Oldest: CRD validation rules (CEL) and StatefulSet start ordinals are on by default from 1.29;
 # newest: the last schema kubernetes-validate ships.
 KUBERNETES_VERSIONS = ("1.29.0", "1.37.0")
+# capacity.gpu.allocation DRA: resource.k8s.io/v1 is GA, and served, from 1.34.
+DRA_VERSIONS = ("1.34.0", "1.37.0")
 
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _QUANTITY = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE])?$"
@@ -278,5 +280,12 @@ def validate_object(obj: dict[str, Any]) -> None:
     if schema is not None:
         jsonschema.validate(obj, schema)
         return
-    for version in KUBERNETES_VERSIONS:
+    dra = obj.get("apiVersion") == "resource.k8s.io/v1" or _has_claims(obj)
+    for version in DRA_VERSIONS if dra else KUBERNETES_VERSIONS:
         kubernetes_validate.validate(obj, version, strict=True)
+
+
+def _has_claims(obj: dict[str, Any]) -> bool:
+    """A workload whose pods claim DRA devices (a cluster without DRA would not run it)."""
+    template = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return "resourceClaims" in template

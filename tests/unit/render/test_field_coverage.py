@@ -340,6 +340,15 @@ CASES: dict[str, Case] = {
         {"capacity": {"gpu": {"count": 8}}},
         lambda o: pod(o)["containers"][0]["resources"]["limits"],
     ),
+    "spec.capacity.gpu.allocation": Case(
+        {"capacity": {"gpu": {"allocation": "DRA"}}},
+        lambda o: (pod(o).get("resourceClaims"), pod(o)["containers"][0]["resources"]),
+    ),
+    "spec.capacity.gpu.deviceClassName": Case(
+        {"capacity": {"gpu": {"deviceClassName": "h200.example.com"}}},
+        kind("ResourceClaimTemplate"),
+        merge(BASE, {"capacity": {"gpu": {"allocation": "DRA"}}}),
+    ),
     "spec.capacity.parallelism.tensor": Case(
         {"capacity": {"parallelism": {"tensor": 8}}}, flag("--tensor-parallel-size")
     ),

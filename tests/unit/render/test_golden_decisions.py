@@ -90,9 +90,24 @@ def test_the_pods_together_hold_the_planned_layout(case: str) -> None:
         assert flag(args, "--tensor-parallel-size") == str(plan["tensorParallel"])
         assert flag(args, "--pipeline-parallel-size") == str(plan["pipelineParallel"])
         assert ("--enable-expert-parallel" in args) == plan["expertParallel"]
+        pod = sts["spec"]["template"]["spec"]
+        if "resourceClaims" in pod:  # capacity.gpu.allocation DRA: the claim holds the GPUs
+            (claim,) = pod["resourceClaims"]
+            (template,) = [
+                o
+                for o in golden(case)
+                if o["kind"] == "ResourceClaimTemplate"
+                and o["metadata"]["name"] == claim["resourceClaimTemplateName"]
+            ]
+            (request,) = template["spec"]["spec"]["devices"]["requests"]
+            assert request["exactly"]["count"] == per_pod
+            expression = request["exactly"]["selectors"][0]["cel"]["expression"]
+            assert f"== '{plan['gpuProduct']}'" in expression
+            assert container["resources"]["claims"] == [{"name": claim["name"]}]
+            assert "nvidia.com/gpu" not in container["resources"].get("limits", {})
+            continue
         assert container["resources"]["limits"]["nvidia.com/gpu"] == str(per_pod)
-        selector = sts["spec"]["template"]["spec"]["nodeSelector"]
-        assert selector["nvidia.com/gpu.product"] == plan["gpuProduct"]
+        assert pod["nodeSelector"]["nvidia.com/gpu.product"] == plan["gpuProduct"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -194,3 +194,37 @@ def test_inventory_without_gpus_is_infeasible(capsys: Capture, tmp_path: Path) -
     code, _, err = run(capsys, H8B, "--gpu-inventory", str(path))
     assert code == 1
     assert "no GPU nodes" in err
+
+
+def test_gpu_inventory_with_resource_slices_plans_a_dra_deployment_on_them(
+    capsys: Capture, tmp_path: Path
+) -> None:
+    from nemotron_sim.agents.node_objects import NodeGroup, build_node, gpu_facts
+    from nemotron_sim.agents.resource_slices import build_resource_slice
+
+    b200 = NodeGroup("NVIDIA-B200", 8, 1, dra=True)
+    items = [
+        node("gpu-0", "NVIDIA-H200", 8, memory_mib=143771),
+        build_node(b200, 0, gpu_facts("NVIDIA-B200"), "10.1.0.3"),
+        build_resource_slice(b200, 0, "uid"),
+    ]
+    inventory = tmp_path / "cluster.yaml"
+    inventory.write_text(yaml.safe_dump({"items": items}))
+    for allocation, product in (("DRA", "NVIDIA-B200"), ("DevicePlugin", "NVIDIA-H200")):
+        path = tmp_path / f"{allocation}.yaml"
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "serving.nemotron.io/v1alpha1",
+                    "kind": "NemotronDeployment",
+                    "metadata": {"name": "x", "namespace": "ai"},
+                    "spec": {
+                        "model": {"id": SUPER_VL_BF16},
+                        "capacity": {"gpu": {"allocation": allocation}},
+                    },
+                }
+            )
+        )
+        code, out, _ = run(capsys, "-f", str(path), "--gpu-inventory", str(inventory), "-o", "json")
+        assert code == 0
+        assert json.loads(out)["gpuProduct"] == product

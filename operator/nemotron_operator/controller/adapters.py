@@ -31,6 +31,7 @@ import aiohttp
 
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.controller.queue import Key, WorkQueue
+from nemotron_operator.render import names as n
 from nemotron_operator.render.adapters import lora_enabled, runtime_updates, wanted_adapters
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.status import verification as v
@@ -97,8 +98,11 @@ class AdapterSync:
             wanted = tuple(sorted((a.name, a.path) for a in wanted_adapters(deployment)))
         targets = {
             _pod_key(p): p
-            for p in v.leaders(pods)
-            if v.containers_ready(p) and (p.get("status") or {}).get("podIP")
+            for p in pods
+            if v.role(p) != n.ROLE_WORKER  # workers of a multi-node replica run no API server
+            and v.containers_ready(p)
+            and (p.get("status") or {}).get("podIP")
+            and not (p.get("metadata") or {}).get("deletionTimestamp")
         }
         known = self._seen.setdefault(key, {})
         for gone in [pk for pk in known if pk not in targets]:

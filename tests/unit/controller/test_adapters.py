@@ -68,7 +68,7 @@ async def test_runtime_add_remove_and_report() -> None:
     sync = AdapterSync(queue, port=stub.port or 0, clock=lambda: now[0])
 
     async def look(d: Any, started: str = "t0") -> Any:
-        found = await sync.seen(KEY, d, [pod(started)])
+        await sync.seen(KEY, d, [pod(started)])
         await asyncio.gather(*sync._running.values())
         return await sync.seen(KEY, d, [pod(started)])
 
@@ -119,7 +119,7 @@ async def test_a_failed_load_is_reported_and_backs_off() -> None:
         await stub.stop()
 
 
-async def test_without_runtime_updates_only_reads(monkeypatch: Any) -> None:
+async def test_without_runtime_updates_only_reads() -> None:
     d = deployment([hf("sql")], runtimeUpdates=False)
     stub = await stand_in(d)  # --lora-modules: served from the start
     sync = AdapterSync(WorkQueue(), port=stub.port or 0)

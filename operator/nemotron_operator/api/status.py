@@ -118,6 +118,11 @@ class ReplicaAdapters(ApiModel):
     adapters: Annotated[
         list[Annotated[str, StringConstraints(max_length=63)]], Field(max_length=64)
     ] = Field(default_factory=list, description="Adapter names, sorted.")
+    message: Annotated[str, StringConstraints(max_length=256)] | None = Field(
+        default=None,
+        description="Why the pod does not serve the wanted adapters (the last load or unload "
+        "that failed; retried with a back-off).",
+    )
 
 
 class NemotronDeploymentStatus(ApiModel):

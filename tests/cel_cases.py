@@ -188,4 +188,27 @@ CASES = [
         "spec.networkPolicy.apiFromNamespaces",
         "name at least one namespace whose pods may call the vLLM API",
     ),
+    Case(
+        "!has(self.maxCpuLoras) || self.maxCpuLoras >= self.maxLoras",
+        set_("spec.engine.lora", {"maxLoras": 2, "maxCpuLoras": 2}),
+        set_("spec.engine.lora", {"maxLoras": 4, "maxCpuLoras": 2}),
+        "spec.engine.lora.maxCpuLoras",
+        "maxCpuLoras must be at least maxLoras",
+    ),
+    Case(
+        "has(self.pvc) != has(self.huggingFace)",
+        set_("spec.adapters", [{"name": "a", "rank": 8, "source": {"pvc": {"claimName": "l"}}}]),
+        set_(
+            "spec.adapters",
+            [
+                {
+                    "name": "a",
+                    "rank": 8,
+                    "source": {"pvc": {"claimName": "l"}, "huggingFace": {"id": "o/a"}},
+                }
+            ],
+        ),
+        "spec.adapters[0].source",
+        "exactly one of spec.adapters[].source.huggingFace or source.pvc",
+    ),
 ]

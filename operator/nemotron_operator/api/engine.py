@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from nemotron_operator.api.adapters import LoraSpec
 from nemotron_operator.api.base import ApiModel, ResourceName, cel, validations
 
 # Pinned vLLM image. vLLM v0.31.0 is the version whose flags and memory accounting the facts were
@@ -178,6 +179,12 @@ class EngineSpec(ApiModel):
         default=True,
         description="Prefix caching. On (vLLM's default for hybrid models) it reserves 2+S Mamba "
         "state slots per sequence; off, 1+S.",
+    )
+    lora: LoraSpec | None = Field(
+        default=None,
+        description="LoRA limits (--enable-lora, --max-loras, --max-lora-rank, --max-cpu-loras). "
+        "Default: on with vLLM's defaults (1 adapter per batch, rank 16) when spec.adapters is "
+        "not empty, off otherwise.",
     )
     extra_args: Annotated[list[ExtraArg], Field(max_length=64)] = Field(
         default_factory=list,

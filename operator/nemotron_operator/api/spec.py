@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from nemotron_operator.api.adapters import Adapters
 from nemotron_operator.api.autoscaling import AutoscalingSpec
 from nemotron_operator.api.base import ApiModel, cel, validations
 from nemotron_operator.api.capacity import (
@@ -67,6 +68,12 @@ class NemotronDeploymentSpec(ApiModel):
 
     model: ModelSpec = Field(description="The checkpoint to serve.")
     engine: EngineSpec = Field(default_factory=EngineSpec, description="vLLM engine settings.")
+    adapters: Adapters = Field(
+        default_factory=list,
+        description="LoRA adapters served beside the base model, each under its own model name. "
+        "With engine.lora.runtimeUpdates (the default) adding or removing one changes what "
+        "running pods serve without restarting them.",
+    )
     capacity: CapacitySpec = Field(
         default_factory=CapacitySpec, description="Concurrency target, GPUs and parallelism."
     )

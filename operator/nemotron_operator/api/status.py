@@ -111,6 +111,20 @@ class PlanCheck(ApiModel):
     checked_at: Timestamp = Field(description="When last compared (RFC 3339).")
 
 
+class ReplicaAdapters(ApiModel):
+    """The LoRA adapters one ready serving pod serves, as its vLLM lists them (/v1/models)."""
+
+    pod: PodName = Field(description="The serving pod (a replica's leader).")
+    adapters: Annotated[
+        list[Annotated[str, StringConstraints(max_length=63)]], Field(max_length=64)
+    ] = Field(default_factory=list, description="Adapter names, sorted.")
+    message: Annotated[str, StringConstraints(max_length=256)] | None = Field(
+        default=None,
+        description="Why the pod does not serve the wanted adapters (the last load or unload "
+        "that failed; retried with a back-off).",
+    )
+
+
 class NemotronDeploymentStatus(ApiModel):
     """Observed state."""
 
@@ -138,4 +152,9 @@ class NemotronDeploymentStatus(ApiModel):
     throughput: Throughput | None = Field(default=None, description="Serving throughput.")
     plan_check: PlanCheck | None = Field(
         default=None, description="The plan checked against what vLLM allocated."
+    )
+    adapters: Annotated[list[ReplicaAdapters], Field(max_length=64)] | None = Field(
+        default=None,
+        description="With LoRA on: the adapters each ready serving pod serves (docs/controller.md "
+        '"Adapters").',
     )

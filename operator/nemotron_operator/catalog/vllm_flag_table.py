@@ -178,9 +178,14 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--default-chat-template-kwargs", _K.JSON),
     _f("--response-role", _K.STR),
     # LoRA
+    # LoRA ([E] ``EngineArgs`` LoRA group, ``LoRAConfig`` in vllm/config/lora.py; the value
+    # rules are catalog.vllm_lora's)
     _f("--enable-lora", _K.BOOL),
     _f("--max-loras", _K.INT),
     _f("--max-lora-rank", _K.INT),
+    _f("--max-cpu-loras", _K.INT),
+    _f("--fully-sharded-loras", _K.BOOL),
+    _f("--lora-dtype", _K.CHOICE, choices=("auto", "float16", "bfloat16")),
     _f("--lora-modules", _K.LIST),
     # Observability
     _f("--disable-log-stats", _K.BOOL),
@@ -308,6 +313,11 @@ OWNED_BY_FIELD: Mapping[str, str] = MappingProxyType(
         "--enable-auto-tool-choice": "spec.engine.toolCallParser",
         "--limit-mm-per-prompt": "spec.engine.multimodal",
         "--default-chat-template-kwargs": "spec.engine.enableThinking",
+        "--enable-lora": "spec.engine.lora",
+        "--max-loras": "spec.engine.lora.maxLoras",
+        "--max-lora-rank": "spec.engine.lora.maxLoraRank",
+        "--max-cpu-loras": "spec.engine.lora.maxCpuLoras",
+        "--lora-modules": "spec.adapters",
     }
 )
 """Flags a typed field owns: in extraArgs they are refused, naming the field to set instead."""

@@ -89,6 +89,10 @@ READINGS: dict[str, Callable[[Any], bool]] = {
         lambda count, tensor, pipeline: pipeline is None or count == tensor * pipeline
     ),
     "has(self.huggingFace) != has(self.pvc)": lambda s: _has(s, "huggingFace") != _has(s, "pvc"),
+    "has(self.pvc) != has(self.huggingFace)": lambda s: _has(s, "pvc") != _has(s, "huggingFace"),
+    "!has(self.maxCpuLoras) || self.maxCpuLoras >= self.maxLoras": lambda s: (
+        not _has(s, "maxCpuLoras") or s["maxCpuLoras"] >= s["maxLoras"]
+    ),
     "!(has(self.reasoningParser) && has(self.reasoningParserPlugin))": lambda s: (
         not (_has(s, "reasoningParser") and _has(s, "reasoningParserPlugin"))
     ),

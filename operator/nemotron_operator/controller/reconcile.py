@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller import children, desired, finalizer, gateway
+from nemotron_operator.controller.adapters import AdapterSync
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
@@ -118,6 +120,7 @@ class Reconciler:
         self.autoscaler = autoscaler
         # The behavioural check before a pod takes traffic (its readiness gate).
         self.verifier = verifier or Verifier(kube, scraper.metrics)
+        self.adapters = AdapterSync(scraper.queue)  # LoRA adapters loaded at run time
         ttl = min(5.0, config.resync_seconds / 2)
         self.inventory = InventoryReader(kube, ttl=ttl, dra=config.dra)
         self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
@@ -141,6 +144,7 @@ class Reconciler:
         if raw is None:
             self.last_inputs.forget(key)
             self.verifier.forget(key)
+            self.adapters.forget(key)
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             self.last_inputs.forget(key)
@@ -161,15 +165,11 @@ class Reconciler:
         if not self.inventory.watched or gateway.reads_a_gateway(raw, self.config):
             return None
         key = (raw["metadata"]["namespace"], raw["metadata"]["name"])
-        return fingerprint(
-            raw,
-            served,
-            self.cache,
-            self.inventory.generation,
-            # what the scraper, the autoscaler and the behavioural check add to status; a
-            # failed pod whose back-off has passed is checked again
-            (self.scraper.revision(key), self.autoscaler.problem(key), self.verifier.due(key)),
-        )
+        # What the scraper, the autoscaler, the behavioural check and the adapter sync add to
+        # status; a failed pod or adapter load whose back-off has passed is tried again.
+        beside: tuple[Hashable, ...] = (self.scraper.revision(key), self.autoscaler.problem(key))
+        beside += (self.verifier.due(key), self.adapters.revision(key))
+        return fingerprint(raw, served, self.cache, self.inventory.generation, beside)
 
     async def _read(self, raw: dict[str, Any]) -> _Read:
         """Parse, read the GPU inventory, plan and render."""
@@ -295,8 +295,7 @@ class Reconciler:
         sampled is scraped first, so this status carries its figures."""
         raw, names, deployment = read.raw, read.names, read.deployment
         plan = read.planned.result.plan if read.planned is not None else None
-        readiness = capacity = node_pool = None
-        replicas_that_fit = None
+        readiness = capacity = node_pool = replicas_that_fit = None
         if read.planned is not None and plan is not None and deployment is not None:
             readiness = assess_readiness(
                 desired_replicas=plan.replicas,
@@ -337,6 +336,7 @@ class Reconciler:
         )
         accurate = scraped.plan_accurate
         verified = await self.verifier.seen(read.key, deployment, read.planned, pods)
+        adapters = await self.adapters.seen(read.key, deployment, pods)
         return StatusInputs(
             generation=raw["metadata"].get("generation"),
             replicas=plan.replicas if plan is not None else spec_replicas,
@@ -356,6 +356,7 @@ class Reconciler:
             else (accurate.status, accurate.reason, accurate.message),
             autoscale_capacity_problem=autoscale_problem,
             verified=verified,
+            adapters=adapters,
         )
 
     async def _write_status(

@@ -11,6 +11,7 @@ from nemotron_operator.api import ModelSpec, NemotronDeployment, Plan
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_rules import Action
+from nemotron_operator.render.adapters import adapter_errors
 from nemotron_operator.render.engine import vllm_rules
 from nemotron_operator.render.errors import RenderError
 from nemotron_operator.render.inputs import ModelFacts, RenderOptions
@@ -36,6 +37,7 @@ def check(
         *_refused_by_rules(deployment, model, plan),
         *_model(deployment, model, options, plan.max_model_len),
         *_placement(deployment, plan.gpu_product),
+        *adapter_errors(deployment, deployment.spec.model.served_name or deployment.metadata.name),
     ]
     if errors:
         raise RenderError(errors, name=deployment.metadata.name)

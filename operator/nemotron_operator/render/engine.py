@@ -17,6 +17,7 @@ from nemotron_operator.catalog.vllm_rule_input import (
     tool_call_parser,
 )
 from nemotron_operator.catalog.vllm_rules import Action, Fired
+from nemotron_operator.render.adapters import lora_args
 from nemotron_operator.render.inputs import ModelFacts
 
 SERVE_PORT = 8000  # vLLM's default --port (FrontendArgs.port)
@@ -151,6 +152,7 @@ def serve_args(
     if settings.enable_thinking is not None:
         kwargs = {"enable_thinking": settings.enable_thinking}
         args += ["--default-chat-template-kwargs", _json(kwargs)]
+    args += lora_args(deployment, settings.served_name)
     if settings.trust_remote_code:
         args.append("--trust-remote-code")
     args += _distributed_args(distributed)

@@ -30,8 +30,12 @@ VERIFIED_CONDITION = f"{DOMAIN}/verified"
 
 CONFIG_HASH = f"{DOMAIN}/config-hash"
 PLAN = f"{DOMAIN}/plan"
+# The LoRA adapters the serving pods should serve (runtime loading; render/adapters.py).
+ADAPTERS = f"{DOMAIN}/adapters"
 MODEL = f"{DOMAIN}/model"
 OWNER = f"{DOMAIN}/owner"  # namespace/name of the NemotronDeployment, on cluster-scoped objects
+
+WEIGHTS_VOLUME = "weights"  # the pod volume of the weight cache (render/storage.py)
 
 COMPONENT_SERVING = "serving"
 COMPONENT_WEIGHTS = "weights"

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, Plan
-from nemotron_operator.render import dra, storage
+from nemotron_operator.render import adapters, dra, storage
 from nemotron_operator.render import names as n
 from nemotron_operator.render.checks import GPU_PRODUCT_LABEL
 from nemotron_operator.render.engine import (
@@ -122,13 +122,16 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
-def _env(settings: ServeSettings, distributed: Distributed | None) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [
-        {"name": "HOME", "value": SCRATCH_MOUNT},
+def _env(
+    deployment: NemotronDeployment, settings: ServeSettings, distributed: Distributed | None
+) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [{"name": "HOME", "value": SCRATCH_MOUNT}]
+    lora = adapters.lora_env(deployment)
+    if not lora:
         # Weights are local; the server needs no network access to the Hub.
-        {"name": "HF_HUB_OFFLINE", "value": "1"},
-        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
-    ]
+        env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
+    env.append({"name": "VLLM_NO_USAGE_STATS", "value": "1"})
+    env += lora
     if settings.long_context:
         # maxModelLen exceeds config.json's max_position_embeddings but not the trained context.
         env.append({"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "1"})
@@ -155,6 +158,7 @@ def _volumes(deployment: NemotronDeployment, names: Names, gpus: int) -> list[di
         items = [{"key": plugin.file_name, "path": plugin.file_name}]
         config_map = {"name": plugin.config_map_name, "items": items}
         volumes.append({"name": "reasoning-parser", "configMap": config_map})
+    volumes += adapters.lora_volumes(deployment)
     return volumes
 
 
@@ -166,6 +170,7 @@ def _mounts(deployment: NemotronDeployment) -> list[dict[str, Any]]:
     ]
     if deployment.spec.engine.reasoning_parser_plugin is not None:
         mounts.append({"name": "reasoning-parser", "mountPath": PLUGIN_MOUNT, "readOnly": True})
+    mounts += adapters.lora_mounts(deployment)
     return mounts
 
 
@@ -195,7 +200,7 @@ def build_vllm_container(
         "image": deployment.spec.engine.image,
         "command": ["vllm", "serve"],
         "args": serve_args(deployment, plan, settings, distributed),
-        "env": _env(settings, distributed),
+        "env": _env(deployment, settings, distributed),
         "resources": resources(gpus),
         "securityContext": container_security_context(),
         "volumeMounts": _mounts(deployment),

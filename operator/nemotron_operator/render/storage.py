@@ -11,7 +11,7 @@ from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import DOWNLOAD_MARKER, MODEL_MOUNT
 from nemotron_operator.render.names import Names
 
-WEIGHTS_VOLUME = "weights"
+WEIGHTS_VOLUME = n.WEIGHTS_VOLUME
 GIB = 1024**3
 # Headroom over the checkpoint's bytes for tokenizer files, the download's metadata and a
 # partially written shard (api: "the checkpoint's bytes plus 10% headroom").

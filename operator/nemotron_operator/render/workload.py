@@ -18,6 +18,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, Plan
 from nemotron_operator.render import names as n
 from nemotron_operator.render import storage
+from nemotron_operator.render.adapters import adapters_annotation, runtime_updates
 from nemotron_operator.render.engine import Distributed, ServeSettings
 from nemotron_operator.render.names import Names
 from nemotron_operator.render.pod import build_pod_template
@@ -58,6 +59,7 @@ def _statefulset(
     template: dict[str, Any],
     claim_templates: list[dict[str, Any]],
     start_ordinal: int = 0,
+    adapters: str | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "replicas": replicas,
@@ -79,6 +81,9 @@ def _statefulset(
             "whenDeleted": "Delete",
             "whenScaled": "Retain",
         }
+    annotations = {n.PLAN: plan_annotation(plan)}
+    if adapters is not None:
+        annotations[n.ADAPTERS] = adapters
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -86,7 +91,7 @@ def _statefulset(
             "name": name,
             "namespace": names.namespace,
             "labels": n.labels(names, n.COMPONENT_SERVING),
-            "annotations": {n.PLAN: plan_annotation(plan)},
+            "annotations": annotations,
         },
         "spec": spec,
     }
@@ -108,6 +113,8 @@ def build_statefulsets(
             "a replica must use the same number of GPUs on each of its nodes"
         )
     gpus = plan.gpus_per_replica // nodes
+    # The wanted adapters, on the StatefulSets whose pods serve the API (runtime loading only).
+    wanted = adapters_annotation(deployment) if runtime_updates(deployment) else None
     claims = (
         [storage.build_volume_claim_template(deployment, names, weight_bytes)]
         if storage.uses_claim_template(deployment)
@@ -141,6 +148,7 @@ def build_statefulsets(
             template=_with_hash(template, extra_hash_inputs),
             claim_templates=claims,
             start_ordinal=start_ordinal,
+            adapters=wanted if distributed is None or not distributed.worker else None,
         )
 
     if nodes == 1:

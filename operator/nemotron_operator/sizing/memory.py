@@ -5,12 +5,15 @@ bytes per full-length sequence, max concurrency and KV capacity, exactly as vLLM
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nemotron_operator.catalog.gpus import GpuProduct
 from nemotron_operator.catalog.models import ModelEntry
 from nemotron_operator.sizing import cache
-from nemotron_operator.sizing.reserve import ReserveInputs, reserve_components
+from nemotron_operator.sizing.lora import LoraLimits, lora_buffer_bytes
+from nemotron_operator.sizing.reserve import CUDA_GRAPHS_BYTES, ReserveInputs, reserve_components
 from nemotron_operator.sizing.settings import CONV_DTYPE_BYTES, EngineSettings
 from nemotron_operator.sizing.weights import stage_weights
 
@@ -131,6 +134,32 @@ def cache_layers(model: ModelEntry, speculative_tokens: int) -> tuple[list[int],
     return attention, mamba
 
 
+def lora_reserve(
+    model: ModelEntry,
+    layers: Sequence[int],
+    layout: Layout,
+    limits: LoraLimits,
+    *,
+    stage: int,
+    last: int,
+) -> tuple[tuple[str, int], ...]:
+    """The LoRA terms of a stage's reserve: the preallocated adapter buffers (sizing.lora) and a
+    second set of captured CUDA graphs — vLLM's ``cudagraph_specialize_lora`` (default on)
+    captures the graphs once with and once without active adapters ([P]
+    ``CompilationConfig.cudagraph_specialize_lora``; its size is the fitted ``cudaGraphs`` [E])."""
+    kinds = Counter(model.layer_pattern[i] for i in layers)
+    buffers = lora_buffer_bytes(
+        model,
+        kinds,
+        tensor_parallel=layout.tensor_parallel,
+        expert_parallel=layout.expert_parallel,
+        first_stage=stage == 0,
+        last_stage=stage == last,
+        limits=limits,
+    )
+    return (("loraBuffers", buffers), ("loraCudaGraphs", CUDA_GRAPHS_BYTES))
+
+
 def evaluate(
     model: ModelEntry, gpu: GpuProduct, layout: Layout, settings: EngineSettings
 ) -> LayoutMemory:
@@ -172,6 +201,10 @@ def evaluate(
                 stage_kinds=kinds,
             ),
         )
+        if settings.lora is not None:
+            reserve += lora_reserve(
+                model, sw.layers, layout, settings.lora, stage=sw.stage, last=last
+            )
         group_size = cache.layers_per_group(groups, layer_set)
         available = usable - sw.bytes - sum(b for _, b in reserve)
         stages.append(

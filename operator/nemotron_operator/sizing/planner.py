@@ -171,7 +171,7 @@ def memory_problem(memory: LayoutMemory, min_concurrency: int) -> str | None:
 def search(spec: NemotronDeploymentSpec, *, inventory: GpuInventory | None = None) -> Search:
     """Every layout worth trying on every candidate product, judged."""
     model = resolve_model(spec.model)
-    settings = resolve_settings(spec.engine, model)
+    settings = resolve_settings(spec.engine, model, adapters=bool(spec.adapters))
     products = resolve_products(spec.capacity.gpu.products, inventory)
     min_concurrency = spec.capacity.min_concurrency
     evaluations: list[Evaluation] = []

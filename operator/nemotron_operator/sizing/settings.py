@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nemotron_operator.api.adapters import DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS
 from nemotron_operator.api.engine import EngineSpec
 from nemotron_operator.catalog.gpus import GIB, GpuProduct
 from nemotron_operator.catalog.models import ModelEntry
 from nemotron_operator.sizing import errors
 from nemotron_operator.sizing.errors import PlanningError
+from nemotron_operator.sizing.lora import LoraLimits
 
 # --kv-cache-dtype: auto follows the model dtype, BF16 for every Nemotron checkpoint (the FP8 and
 # NVFP4 checkpoints quantize weights, and their dtype stays bfloat16) [S].
@@ -32,6 +34,7 @@ class EngineSettings:
     gpu_memory_utilization: float
     max_num_seqs: int | None  # None: vLLM's default for the GPU (vllm_defaults)
     max_num_batched_tokens: int | None
+    lora: LoraLimits | None = None  # --enable-lora with these limits (sizing.lora)
 
     @property
     def kv_dtype_bytes(self) -> int:
@@ -58,8 +61,12 @@ def vllm_defaults(gpu: GpuProduct) -> tuple[int, int]:
     return 256, 2048
 
 
-def resolve_settings(engine: EngineSpec, model: ModelEntry) -> EngineSettings:
-    """Settings for ``model``; raises PlanningError for choices the model cannot honour."""
+def resolve_settings(
+    engine: EngineSpec, model: ModelEntry, *, adapters: bool = False
+) -> EngineSettings:
+    """Settings for ``model``; raises PlanningError for choices the model cannot honour.
+    ``adapters``: the spec lists LoRA adapters (LoRA is on with vLLM's default limits even
+    without ``engine.lora``)."""
     max_model_len: int = engine.max_model_len or model.max_position_embeddings
     if max_model_len > model.trained_context:
         raise PlanningError(
@@ -93,4 +100,15 @@ def resolve_settings(engine: EngineSpec, model: ModelEntry) -> EngineSettings:
         gpu_memory_utilization=engine.gpu_memory_utilization,
         max_num_seqs=engine.max_num_seqs,
         max_num_batched_tokens=engine.max_num_batched_tokens,
+        lora=_lora(engine, adapters),
     )
+
+
+def _lora(engine: EngineSpec, adapters: bool) -> LoraLimits | None:
+    """vLLM's LoRA limits when LoRA is on: engine.lora's, or vLLM's defaults (1 adapter per batch,
+    rank 16; ``LoRAConfig``) when only adapters are listed."""
+    if engine.lora is not None:
+        return LoraLimits(engine.lora.max_loras, engine.lora.max_lora_rank)
+    if adapters:
+        return LoraLimits(DEFAULT_MAX_LORAS, DEFAULT_MAX_LORA_RANK)
+    return None

@@ -57,6 +57,9 @@ class StatusInputs:
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
     verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
+    # With LoRA on, what each serving pod serves (controller/adapters.py): (pod, names, the
+    # last failure to load or unload).
+    adapters: tuple[tuple[str, tuple[str, ...], str | None], ...] | None = None
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -185,5 +188,11 @@ def compute_status(
             or (previous.throughput if previous is not None else None),
             "planCheck": inputs.plan_check
             or (previous.plan_check if previous is not None else None),
+            "adapters": None
+            if inputs.adapters is None
+            else [
+                {"pod": pod, "adapters": list(names), "message": message}
+                for pod, names, message in inputs.adapters
+            ],
         }
     )

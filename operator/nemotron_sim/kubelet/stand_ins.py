@@ -37,6 +37,7 @@ def stand_in_vllm(
         gpu_product=gpu_product,
         kv_cache_bias=kv_cache_bias if bias is None else parse_bias(KV_CACHE_BIAS_ENV, bias),
         output_faults=output_faults if faults is None else _faults(faults),
+        env=env,
     )
 
 

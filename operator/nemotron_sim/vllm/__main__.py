@@ -59,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gpu_product=os.environ.get(GPU_PRODUCT_ENV) or None,
             kv_cache_bias=sim.get("--sim-kv-cache-bias", 0.0),
             output_faults=faults,
+            env=os.environ,
         )
     except StubVllmArgumentError as error:
         print(error, file=sys.stderr)  # noqa: T201 - argparse prints its errors the same way

@@ -9,6 +9,8 @@ many stand-ins in one process keep independent numbers.
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -148,6 +150,8 @@ class VllmMetrics:
         )
         self.request_decode_time = self._latency("vllm:request_decode_time_seconds", "DECODE phase")
         self.spec_decode = SpecDecodeMetrics(self, spec_tokens) if spec_tokens > 0 else None
+        self._lora_info: Gauge | None = None
+        self._lora_labels: dict[str, str] = {}
         if created is not None:
             for series in self._timed:
                 series._created = created
@@ -168,6 +172,24 @@ class VllmMetrics:
         )
         gauge.labels(**info).set(1)
         self.cache_config_published = True
+        self.mark_changed()
+
+    def publish_lora_info(self, labels: dict[str, str]) -> None:
+        """``vllm:lora_requests_info``: a gauge whose value is the wall-clock time of the last
+        update and whose labels are ``max_lora`` and the comma-separated running and waiting
+        adapters (vLLM's ``v1/metrics/loggers.py``; vLLM's metrics design doc). Only the newest
+        label set is kept, as vLLM's ``livemostrecent`` mode shows one."""
+        if self._lora_info is None:
+            self._lora_info = Gauge(
+                "vllm:lora_requests_info",
+                "Running stats on lora requests.",
+                ["max_lora", "running_lora_adapters", "waiting_lora_adapters"],
+                registry=self.registry,
+            )
+        if labels != self._lora_labels:
+            self._lora_info.clear()
+            self._lora_labels = dict(labels)
+        self._lora_info.labels(**labels).set(time.time())
         self.mark_changed()
 
     def mark_changed(self) -> None:

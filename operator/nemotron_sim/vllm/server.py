@@ -11,14 +11,16 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiohttp import web
 
+from nemotron_operator.catalog.vllm_lora import LoraConfigError
 from nemotron_sim.vllm import kv_cache
-from nemotron_sim.vllm.args import ServeConfig, parse_serve_argv
+from nemotron_sim.vllm.args import ServeConfig, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.engine import Engine, GenerationRequest, Timing
+from nemotron_sim.vllm.lora import LoraAdapters, LoraError
 from nemotron_sim.vllm.metrics import VllmMetrics
 from nemotron_sim.vllm.parsers import OutputFault, pieces_of
 from nemotron_sim.vllm.protocol import (
@@ -57,8 +59,14 @@ class StubVllm:
         gpu_product: str | None = None,
         kv_cache_bias: float = 0.0,
         output_faults: frozenset[OutputFault] = frozenset(),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.config: ServeConfig = parse_serve_argv(argv)
+        try:
+            # The container's environment decides runtime adapter loading and the Hub cache.
+            self.lora = LoraAdapters(self.config.options, env or {})
+        except LoraConfigError as error:
+            raise StubVllmArgumentError(str(error)) from None
         # What the output parsers get wrong (nemotron_sim.vllm.parsers); a test may change it.
         self.output_faults = output_faults
         # What this "vLLM" allocates on the node's GPU (vllm:cache_config_info); the bias makes
@@ -136,6 +144,10 @@ class StubVllm:
         if self._started_at is not None:
             raise RuntimeError("the stand-in vLLM is already started")
         if not self.is_worker:
+            try:
+                self.lora.load_static()  # --lora-modules, before the server answers
+            except LoraError as error:
+                raise RuntimeError(error.message) from None
             runner = web.AppRunner(self._app(), access_log=None, shutdown_timeout=_SHUTDOWN_SECONDS)
             await runner.setup()
             try:
@@ -165,6 +177,9 @@ class StubVllm:
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
+        if self.lora.runtime_updates:
+            app.router.add_post("/v1/load_lora_adapter", self._load_lora)
+            app.router.add_post("/v1/unload_lora_adapter", self._unload_lora)
         return app
 
     async def _health(self, _: web.Request) -> web.Response:
@@ -181,6 +196,8 @@ class StubVllm:
             self.metrics.publish_cache_config(
                 kv_cache.info_labels(self.cache_allocation, self.config.options)
             )
+            if self.lora.enabled:
+                self.metrics.publish_lora_info(self.lora.info_labels())
         response = web.Response(body=self.metrics.exposition())
         response.headers["Content-Type"] = self.metrics.content_type
         return response
@@ -190,29 +207,70 @@ class StubVllm:
 
     async def _models(self, _: web.Request) -> web.Response:
         self._require_loaded()
-        return web.json_response(model_list(self.config, self._created))
+        listing = model_list(self.config, self._created)
+        listing["data"] += self.lora.cards(self.served_model_name, self._created)
+        return web.json_response(listing)
+
+    async def _load_lora(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        body = body if isinstance(body, dict) else {}
+        try:
+            adapter = self.lora.load(body.get("lora_name"), body.get("lora_path"))
+        except LoraError as error:
+            raise ApiError(error.status, error.message) from None
+        return web.Response(text=f"Success: LoRA adapter '{adapter.name}' added successfully.")
+
+    async def _unload_lora(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        name = body.get("lora_name") if isinstance(body, dict) else None
+        try:
+            self.lora.unload(name)
+        except LoraError as error:
+            raise ApiError(error.status, error.message) from None
+        return web.Response(text=f"Success: LoRA adapter '{name}' removed successfully.")
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         self._require_loaded()
-        parsed = parse_chat(await _json_body(request), self.config)
-        return await self._generate(request, parsed, chat=True)
+        body, adapter = self._adapter_request(await _json_body(request))
+        parsed = parse_chat(body, self.config)
+        return await self._generate(request, parsed, chat=True, adapter=adapter)
 
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         self._require_loaded()
-        parsed = parse_completion(await _json_body(request), self.config)
-        return await self._generate(request, parsed, chat=False)
+        body, adapter = self._adapter_request(await _json_body(request))
+        parsed = parse_completion(body, self.config)
+        return await self._generate(request, parsed, chat=False, adapter=adapter)
+
+    def _adapter_request(self, body: Any) -> tuple[Any, str | None]:
+        """A request naming a loaded adapter runs on the base model with that adapter."""
+        model = body.get("model") if isinstance(body, dict) else None
+        if isinstance(model, str) and model in self.lora.loaded:
+            return {**body, "model": self.served_model_name}, model
+        return body, None
 
     def _require_loaded(self) -> None:
         if not self.loaded:
             raise ApiError(503, "The model is still loading (simulated load time).")
 
     async def _generate(
-        self, request: web.Request, parsed: ParsedRequest, *, chat: bool
+        self, request: web.Request, parsed: ParsedRequest, *, chat: bool, adapter: str | None
+    ) -> web.StreamResponse:
+        if adapter is None:
+            return await self._run(request, parsed, chat=chat, name=self.served_model_name)
+        running = self.lora.running
+        running[adapter] = running.get(adapter, 0) + 1
+        try:
+            return await self._run(request, parsed, chat=chat, name=adapter)
+        finally:
+            running[adapter] -= 1
+
+    async def _run(
+        self, request: web.Request, parsed: ParsedRequest, *, chat: bool, name: str
     ) -> web.StreamResponse:
         answer = parsed.features.answer(self.output_faults) if chat else None
         outputs = [
             plan_output(
-                f"{self.served_model_name}\x00{prompt}",
+                f"{name}\x00{prompt}",
                 index=index,
                 max_tokens=parsed.max_tokens,
                 with_reasoning=parsed.with_reasoning,
@@ -230,7 +288,7 @@ class StubVllm:
         )
         shape = ResponseShape(
             chat,
-            self.served_model_name,
+            name,
             parsed,
             tool_parser=tool_parser_enabled(self.config),
             faults=self.output_faults,

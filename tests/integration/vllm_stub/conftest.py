@@ -30,7 +30,8 @@ StartStub = Callable[..., Awaitable[StubVllm]]
 
 @pytest.fixture
 async def start_stub() -> AsyncIterator[StartStub]:
-    """`await start_stub(*flags, load_seconds=0, timing=None, port=0)` -> a serving StubVllm."""
+    """`await start_stub(*flags, load_seconds=0, timing=None, port=0, env=None)` -> a serving
+    StubVllm."""
     started: list[StubVllm] = []
 
     async def start(
@@ -39,11 +40,13 @@ async def start_stub() -> AsyncIterator[StartStub]:
         timing: Timing | None = None,
         port: int = 0,
         host: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> StubVllm:
         stub = StubVllm(
             ["vllm", "serve", MODEL, *flags],
             load_seconds=load_seconds,
             timing=timing or Timing(step_seconds=0.0, prefill_seconds_per_token=0.0),
+            env=env,
         )
         started.append(stub)
         await stub.start(host or loopback_host(), port)

@@ -45,6 +45,17 @@ SPECS: dict[str, dict[str, Any]] = {
             "extraArgs": ["--async-scheduling", "--max-cudagraph-capture-size=512"],
         },
     },
+    "lora": {
+        "engine": {"lora": {"maxLoras": 4, "maxLoraRank": 64, "maxCpuLoras": 8}},
+        "adapters": [
+            {"name": "sql", "rank": 16, "source": {"huggingFace": {"id": "org/sql-lora"}}},
+            {"name": "law", "rank": 64, "source": {"pvc": {"claimName": "loras", "path": "/l"}}},
+        ],
+    },
+    "lora-static": {
+        "engine": {"lora": {"runtimeUpdates": False}},
+        "adapters": [{"name": "sql", "rank": 8, "source": {"huggingFace": {"id": "org/sql"}}}],
+    },
     "plugin": {
         "engine": {
             "reasoningParserPlugin": {

@@ -465,6 +465,70 @@ for _key, _value in (
     )
 
 
+# LoRA (render/adapters.py): limits are flags; with runtime loading the wanted adapters are the
+# StatefulSet's adapters annotation (outside the pod template); their claims and token reach the
+# pod.
+SQL_ADAPTER = {"name": "sql", "rank": 16, "source": {"huggingFace": {"id": "org/sql-lora"}}}
+PVC_ADAPTER = {"name": "law", "rank": 8, "source": {"pvc": {"claimName": "loras", "path": "/l"}}}
+TOKEN_ADAPTER = merge(
+    SQL_ADAPTER, {"source": {"huggingFace": {"tokenSecretRef": {"name": "hf", "key": "token"}}}}
+)
+WITH_LORA = merge(BASE, {"engine": {"lora": {"maxLoras": 2, "maxLoraRank": 64}}})
+WITH_ADAPTERS = merge(WITH_LORA, {"adapters": [SQL_ADAPTER]})
+
+
+def adapters_annotation(objects: Objects) -> Any:
+    return json.loads(sts(objects)["metadata"]["annotations"][names.ADAPTERS])
+
+
+def vllm_env(name: str) -> Callable[[Objects], Any]:
+    return lambda o: next((e for e in pod(o)["containers"][0]["env"] if e["name"] == name), None)
+
+
+def adapter(change: dict[str, Any], where: Callable[[Objects], Any], base: Any) -> Case:
+    return Case({"adapters": [merge(base, change)]}, where, merge(WITH_LORA, {"adapters": [base]}))
+
+
+L = "spec.adapters[]."
+CASES.update(
+    {
+        "spec.engine.lora.maxLoras": Case(
+            {"engine": {"lora": {"maxLoras": 4}}}, flag("--max-loras"), WITH_LORA
+        ),
+        "spec.engine.lora.maxLoraRank": Case(
+            {"engine": {"lora": {"maxLoraRank": 128}}}, flag("--max-lora-rank"), WITH_LORA
+        ),
+        "spec.engine.lora.maxCpuLoras": Case(
+            {"engine": {"lora": {"maxCpuLoras": 8}}}, flag("--max-cpu-loras"), WITH_LORA
+        ),
+        "spec.engine.lora.runtimeUpdates": Case(
+            {"engine": {"lora": {"runtimeUpdates": False}}}, args, WITH_ADAPTERS
+        ),
+        L + "name": adapter({"name": "other"}, adapters_annotation, SQL_ADAPTER),
+        L + "rank": adapter({"rank": 32}, adapters_annotation, SQL_ADAPTER),
+        L + "source.huggingFace.id": adapter(
+            {"source": {"huggingFace": {"id": "org/other"}}}, adapters_annotation, SQL_ADAPTER
+        ),
+        L + "source.huggingFace.tokenSecretRef.name": adapter(
+            {"source": {"huggingFace": {"tokenSecretRef": {"name": "other"}}}},
+            vllm_env("HF_TOKEN"),
+            TOKEN_ADAPTER,
+        ),
+        L + "source.huggingFace.tokenSecretRef.key": adapter(
+            {"source": {"huggingFace": {"tokenSecretRef": {"key": "other"}}}},
+            vllm_env("HF_TOKEN"),
+            TOKEN_ADAPTER,
+        ),
+        L + "source.pvc.claimName": adapter(
+            {"source": {"pvc": {"claimName": "other"}}}, pod_field("volumes"), PVC_ADAPTER
+        ),
+        L + "source.pvc.path": adapter(
+            {"source": {"pvc": {"path": "/m"}}}, adapters_annotation, PVC_ADAPTER
+        ),
+    }
+)
+
+
 def spec_paths(model: type[BaseModel], prefix: str) -> list[str]:
     paths = []
     for name, info in model.model_fields.items():

@@ -251,3 +251,13 @@ def test_a_refused_apply_degrades_with_the_server_message() -> None:
     assert "422 Invalid: spec: Forbidden" in found["Degraded"].message
     assert found["Progressing"].status == "False"
     assert found["Ready"].status == "True"  # the pods of the earlier spec still serve
+
+
+def test_adapters_each_pod_serves_and_why_not() -> None:
+    served = (("nano-0", ("law", "sql"), None), ("nano-1", (), "sql: 400 No adapter found"))
+    status = compute_status(inputs(adapters=served), None, now=T0)
+    assert status.to_wire()["adapters"] == [
+        {"pod": "nano-0", "adapters": ["law", "sql"]},
+        {"pod": "nano-1", "adapters": [], "message": "sql: 400 No adapter found"},
+    ]
+    assert "adapters" not in compute_status(inputs(), None, now=T0).to_wire()  # LoRA off

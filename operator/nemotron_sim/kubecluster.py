@@ -113,6 +113,7 @@ class KubeCluster:
             workdir=self.workdir / "pods",
         )
         self.record_events = record_events
+        self.default_load_seconds = load_seconds  # what set_startup_seconds(reset) goes back to
         self.control_plane = ControlPlane(self.workdir / "control-plane", settings=control_plane)
         self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
         # The same admin, through the fault proxy (what the operator under test is given).

@@ -89,6 +89,7 @@ def test_each_phase_is_reported_and_a_warm_compile_cache_starts_faster(
         what="a second start observed",
     )
     warm = status(cluster)["startup"]["lastObserved"]
+    print(f"cold start: {cold}\nwarm start: {warm}\npredicted: {predicted}")  # shown on failure
     assert warm["loadingSeconds"] <= LOAD + CAPTURE + 1
     assert warm["loadingSeconds"] < cold["loadingSeconds"] - COMPILE / 2
     operator_process.wait_reconciles(2)

@@ -294,6 +294,11 @@ class KubeHandle:
                     cluster.nodes.resume_heartbeat(node)
             cluster.set_kv_cache_bias(0.0)
             cluster.set_output_faults(frozenset())
+            cluster.set_startup_seconds(
+                load=cluster.default_load_seconds, compile_=0.0, capture=0.0
+            )
+            if cluster.kubelet is not None:
+                cluster.kubelet.compile_caches.clear()
 
         self.call(simulated_parts)
         baseline = self.baseline

@@ -115,6 +115,7 @@ class KubeCluster:
             workdir=self.workdir / "pods",
         )
         self.record_events = record_events
+        self.default_load_seconds = load_seconds  # what set_startup_seconds(reset) goes back to
         self.control_plane = ControlPlane(self.workdir / "control-plane", settings=control_plane)
         self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
         # The same admin, through the fault proxy (what the operator under test is given).
@@ -325,6 +326,28 @@ class KubeCluster:
         if self.kubelet is not None:
             self.kubelet.settings = dataclasses.replace(self.kubelet.settings, kv_cache_bias=bias)
         self.kubelet_settings = dataclasses.replace(self.kubelet_settings, kv_cache_bias=bias)
+
+    def set_startup_seconds(
+        self,
+        *,
+        load: float | None = None,
+        compile_: float | None = None,
+        capture: float | None = None,
+    ) -> None:
+        """Stand-in vLLMs started from now on take these seconds to load the weights, torch.compile
+        (skipped when their compile cache is warm) and capture CUDA graphs; None keeps a phase."""
+
+        def changed(settings: KubeletSettings) -> KubeletSettings:
+            return dataclasses.replace(
+                settings,
+                load_seconds=settings.load_seconds if load is None else load,
+                compile_seconds=settings.compile_seconds if compile_ is None else compile_,
+                capture_seconds=settings.capture_seconds if capture is None else capture,
+            )
+
+        if self.kubelet is not None:
+            self.kubelet.settings = changed(self.kubelet.settings)
+        self.kubelet_settings = changed(self.kubelet_settings)
 
     def set_output_faults(self, faults: frozenset[OutputFault]) -> None:
         """Stand-in vLLMs started from now on get these output-parser faults (``reasoning-in-

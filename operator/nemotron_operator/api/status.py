@@ -125,6 +125,50 @@ class ReplicaAdapters(ApiModel):
     )
 
 
+StartupPhase = Literal["Scheduling", "Downloading", "Loading", "Verifying"]
+
+
+class PredictedStartup(ApiModel):
+    """The plan's start-up, from the weight bytes and the load path (docs/startup.md)."""
+
+    download_seconds: int = Field(ge=0, description="Fetching the weights into the cache.")
+    load_seconds: int = Field(ge=0, description="Reading the weights onto the GPUs.")
+    compile_seconds: int = Field(ge=0, description="torch.compile and CUDA graph capture.")
+    total_seconds: int = Field(ge=0, description="The whole start-up.")
+
+
+class ObservedStartup(ApiModel):
+    """The latest start of a serving pod that reached Ready, phase by phase."""
+
+    pod: PodName = Field(description="The pod.")
+    ready_at: Timestamp = Field(description="When it turned Ready (RFC 3339).")
+    total_seconds: float = Field(ge=0, description="Pod creation to Ready.")
+    scheduling_seconds: float | None = Field(default=None, ge=0, description="Creation to bound.")
+    downloading_seconds: float | None = Field(
+        default=None, ge=0, description="The download init container (about 0: weights present)."
+    )
+    loading_seconds: float | None = Field(
+        default=None, ge=0, description="vLLM start to /health: load, compile, CUDA graphs."
+    )
+    verifying_seconds: float | None = Field(
+        default=None, ge=0, description="The behavioural check before traffic."
+    )
+
+
+class StartupStatus(ApiModel):
+    """Start-up of the serving pods: where the slowest one is, and what a start costs."""
+
+    phase: StartupPhase | None = Field(
+        default=None, description="Phase of the pod furthest behind; absent when all are Ready."
+    )
+    pod: PodName | None = Field(default=None, description="That pod.")
+    since: Timestamp | None = Field(default=None, description="When it entered that phase.")
+    predicted: PredictedStartup | None = Field(default=None, description="The plan's figure.")
+    last_observed: ObservedStartup | None = Field(
+        default=None, description="The latest observed start of a pod."
+    )
+
+
 class NemotronDeploymentStatus(ApiModel):
     """Observed state."""
 
@@ -157,4 +201,8 @@ class NemotronDeploymentStatus(ApiModel):
         default=None,
         description="With LoRA on: the adapters each ready serving pod serves (docs/controller.md "
         '"Adapters").',
+    )
+
+    startup: StartupStatus | None = Field(
+        default=None, description="Start-up phases and times (docs/startup.md)."
     )

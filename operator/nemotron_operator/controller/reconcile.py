@@ -2,11 +2,9 @@
 differs → readiness, scrapes and autoscaler → status (written only when it changed) → Events for
 condition changes.
 
-Level-based: it reads everything it needs each time and never looks at what changed since the
-last run, so it is safe to run any number of times, for any reason (a create, an edit, a child's
-event, the resync timer, a restart). API errors propagate as ``ApiError`` for the worker to
-re-queue with a delay; an invalid or infeasible spec is not an error but a status. Every write
-goes through ``kube.writes``.
+Level-based: it reads everything each time and never looks at what changed, so it is safe to run
+any number of times, for any reason. API errors propagate as ``ApiError`` for the worker to
+re-queue with a delay; an invalid or infeasible spec is a status. Writes go through ``kube.writes``.
 """
 
 from __future__ import annotations
@@ -58,6 +56,7 @@ from nemotron_operator.status import (
     check_capacity,
     compute_status,
     flipped,
+    startup,
 )
 
 _EVENT_OWNER_FIELDS = ("name", "namespace", "uid", "resourceVersion")  # an Event's involvedObject
@@ -76,6 +75,7 @@ class Outcome:
     retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
     created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
     backoff: float | None = None  # re-queue no sooner than this (a refused apply)
+    startup: startup.Startup | None = None  # the serving pods' starts (the start-up histogram)
 
 
 @dataclass(frozen=True)
@@ -246,6 +246,7 @@ class Reconciler:
             self.kube, self.cache, PODS, names.namespace, names.instance
         )
         inputs = await self._status_inputs(read, live, pods, apply_error)
+        outcome.startup = inputs.startup
         routed = None
         if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
             routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)
@@ -295,8 +296,9 @@ class Reconciler:
         sampled is scraped first, so this status carries its figures."""
         raw, names, deployment = read.raw, read.names, read.deployment
         plan = read.planned.result.plan if read.planned is not None else None
-        readiness = capacity = node_pool = replicas_that_fit = None
+        readiness = capacity = node_pool = predicted = replicas_that_fit = None
         if read.planned is not None and plan is not None and deployment is not None:
+            predicted = startup.predict_for(deployment, plan)
             readiness = assess_readiness(
                 desired_replicas=plan.replicas,
                 nodes_per_replica=plan.nodes_per_replica,
@@ -308,6 +310,7 @@ class Reconciler:
                 statefulsets=live.of(STATEFULSETS),
                 pods=pods,
                 not_ready_nodes=frozenset(x.name for x in read.inventory.nodes if not x.ready),
+                predicted=predicted,
             )
             capacity = check_capacity(read.inventory, plan, karpenter=read.karpenter)
             if not read.karpenter:
@@ -357,6 +360,8 @@ class Reconciler:
             autoscale_capacity_problem=autoscale_problem,
             verified=verified,
             adapters=adapters,
+            startup=startup.assess_startup(pods) if readiness is not None else None,
+            predicted_startup=predicted,
         )
 
     async def _write_status(

@@ -196,7 +196,7 @@ class Controller:
         if outcome.result in ("gone", "finalized"):
             self._forget(key)
         elif outcome.result != "unchanged":
-            self.series.reconciled(key, outcome.status, outcome.created)
+            self.series.reconciled(key, outcome.status, outcome.created, outcome.startup)
 
     def _forget(self, key: Key) -> None:
         self.scraper.forget(key)

@@ -205,6 +205,10 @@ def build_vllm_container(
         "securityContext": container_security_context(),
         "volumeMounts": _mounts(deployment),
     }
+    cache = storage.compile_cache(deployment, plan)
+    if cache is not None:  # every rank compiles: leaders and workers
+        container["volumeMounts"].append(cache[0])
+        container["env"].extend(cache[1])
     if serves:
         container["ports"] = [{"name": "http", "containerPort": SERVE_PORT, "protocol": "TCP"}]
         container.update(probes(weight_bytes))

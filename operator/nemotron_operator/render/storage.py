@@ -3,10 +3,11 @@ container that downloads the checkpoint once; or an existing claim that already 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
-from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.api import NemotronDeployment, Plan
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import DOWNLOAD_MARKER, MODEL_MOUNT
 from nemotron_operator.render.names import Names
@@ -140,3 +141,49 @@ def build_download_container(
             scratch_mount,
         ],
     }
+
+
+# The compile cache: vLLM keeps torch.compile's output under $VLLM_CACHE_ROOT (in
+# torch_compile_cache/<hash of its config>, and Inductor's cache inside it); Triton's kernel cache
+# is not moved there on vLLM's AOT-compile path, so TRITON_CACHE_DIR is set beside it. On the
+# weight cache they outlive the pod: the next start of the same layout loads the compiled model
+# instead of compiling it again (CUDA graphs are captured on every start). docs/startup.md.
+COMPILE_CACHE_MOUNT = "/compile-cache"
+COMPILE_CACHE_SUBPATH = ".compile-cache"
+
+
+def compile_cache_key(deployment: NemotronDeployment, plan: Plan) -> str:
+    """What invalidates a compiled model: the vLLM build (the image), the checkpoint and the
+    layout. A readable prefix and a hash of all of them."""
+    spec = deployment.spec
+    parts = [
+        spec.engine.image,
+        spec.model.id,
+        spec.model.revision,
+        plan.gpu_product,
+        f"tp{plan.tensor_parallel}",
+        f"pp{plan.pipeline_parallel}",
+        f"nodes{plan.nodes_per_replica}",
+    ]
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return f"tp{plan.tensor_parallel}-pp{plan.pipeline_parallel}-{digest}"
+
+
+def compile_cache(
+    deployment: NemotronDeployment, plan: Plan
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The vLLM container's mount and variables for the compile cache on the weight-cache volume;
+    None when that volume is an existing claim the pods mount read-only."""
+    if deployment.spec.model.source.pvc is not None:
+        return None
+    root = f"{COMPILE_CACHE_MOUNT}/{compile_cache_key(deployment, plan)}"
+    mount = {
+        "name": WEIGHTS_VOLUME,
+        "mountPath": COMPILE_CACHE_MOUNT,
+        "subPath": COMPILE_CACHE_SUBPATH,
+    }
+    env = [
+        {"name": "VLLM_CACHE_ROOT", "value": f"{root}/vllm"},
+        {"name": "TRITON_CACHE_DIR", "value": f"{root}/triton"},
+    ]
+    return mount, env

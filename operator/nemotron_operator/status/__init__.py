@@ -1,6 +1,7 @@
 """Pure status computation: (spec facts, plan or problem, capacity, the children's readiness,
 previous status, now) → status. No I/O, no clock: the controller passes ``now`` in."""
 
+from nemotron_operator.status import startup
 from nemotron_operator.status.capacity import Capacity, check_capacity
 from nemotron_operator.status.compute import Problem, StatusInputs, compute_status
 from nemotron_operator.status.conditions import flipped, transition
@@ -16,5 +17,6 @@ __all__ = [
     "check_capacity",
     "compute_status",
     "flipped",
+    "startup",
     "transition",
 ]

@@ -10,6 +10,7 @@ from typing import Any
 from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolStatus, Plan
 from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.status import readiness as r
+from nemotron_operator.status import startup as s
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
 
@@ -60,6 +61,10 @@ class StatusInputs:
     # With LoRA on, what each serving pod serves (controller/adapters.py): (pod, names, the
     # last failure to load or unload).
     adapters: tuple[tuple[str, tuple[str, ...], str | None], ...] | None = None
+    # status/startup.py: the serving pods' start-up phases and the plan's prediction; None keeps
+    # what status has.
+    startup: s.Startup | None = None
+    predicted_startup: s.Prediction | None = None
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -194,5 +199,15 @@ def compute_status(
                 {"pod": pod, "adapters": list(names), "message": message}
                 for pod, names, message in inputs.adapters
             ],
+            "startup": _startup(inputs, previous),
         }
     )
+
+
+def _startup(
+    inputs: StatusInputs, previous: NemotronDeploymentStatus | None
+) -> dict[str, Any] | None:
+    before = previous.startup if previous is not None else None
+    if inputs.startup is None:
+        return before.to_wire() if before is not None else None
+    return s.startup_status(inputs.startup, inputs.predicted_startup, before).to_wire()

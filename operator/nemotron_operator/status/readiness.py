@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.render import names as n
-from nemotron_operator.status import verification
+from nemotron_operator.status import startup, verification
 
 NODE_LOST = "NodeLost"  # a serving pod's node is not Ready: its kubelet stopped reporting
 SECRET_NOT_FOUND = "SecretNotFound"  # noqa: S105 (a reason, not a password)
@@ -104,7 +104,9 @@ def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     return None
 
 
-def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+def _pod_blocker(
+    pod: Mapping[str, Any], predicted: startup.Prediction | None = None
+) -> Blocker | None:
     if pod_ready(pod):
         return None
     found = _container_blocker(pod)
@@ -127,7 +129,8 @@ def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     if status.get("phase") == "Running" or any(
         "running" in (c.get("state") or {}) for c in status.get("initContainerStatuses") or []
     ):
-        return Blocker(LOADING_MODEL, f"pod {_name(pod)} is downloading or loading the model")
+        # Which phase of the start, since when, and the plan's figure (status/startup.py).
+        return Blocker(LOADING_MODEL, startup.describe(startup.pod_startup(pod), predicted))
     return Blocker(WAITING_FOR_PODS, f"pod {_name(pod)} is {status.get('phase') or 'Pending'}")
 
 
@@ -205,6 +208,7 @@ def assess_readiness(
     statefulsets: Sequence[Mapping[str, Any]],
     pods: Sequence[Mapping[str, Any]],
     not_ready_nodes: frozenset[str] = frozenset(),
+    predicted: startup.Prediction | None = None,
 ) -> Readiness:
     """Ready replicas (a multi-node replica is ready when all of its pods are) and the most
     specific reason why not all desired replicas are ready and up to date. A pod on one of
@@ -235,7 +239,7 @@ def assess_readiness(
             if len(group) >= nodes_per_replica and all(pod_ready(p) for p in group)
         )
     ready = min(ready, desired_replicas)
-    blockers = [b for b in (_pod_blocker(p) for p in serving) if b is not None]
+    blockers = [b for b in (_pod_blocker(p, predicted) for p in serving) if b is not None]
     if lost is not None:
         blockers.append(lost)
     present = {_name(s) for s in statefulsets}

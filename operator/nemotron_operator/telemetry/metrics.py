@@ -20,6 +20,21 @@ from nemotron_operator.observe.plan_check import PlanCheckResult
 from nemotron_operator.observe.throughput import ThroughputFigures
 
 DEPLOYMENT_LABELS = ("namespace", "name", "gpu_product")
+# A serving pod's start: seconds for a small model on a warm cache to hours for a cold 550 GB one.
+STARTUP_BUCKETS = (
+    5.0,
+    15.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+    600.0,
+    900.0,
+    1200.0,
+    1800.0,
+    3600.0,
+    7200.0,
+)
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 Key = tuple[str, str]  # (namespace, name)
@@ -146,6 +161,15 @@ class OperatorMetrics:
             (*d, "figure"),
         )
         self._gauge("nemotron_deployment_plan_accurate", "1 unless vLLM got materially less.", d)
+        self.startup_seconds = Histogram(
+            "nemotron_deployment_startup_seconds",
+            "Seconds a serving pod's start took, by phase (scheduling, downloading, loading, "
+            "verifying) and total (creation to Ready); one observation per pod start.",
+            (*d, "phase"),
+            buckets=STARTUP_BUCKETS,
+            registry=self.registry,
+        )
+        self._startup_series: set[tuple[str, str, str, str]] = set()
         self.reconciles = Counter(
             "nemotron_operator_reconciles",
             "Reconciles by result: ok, unchanged (skipped: its inputs had not changed), "
@@ -300,8 +324,16 @@ class OperatorMetrics:
             key, gpu_product, "nemotron_deployment_plan_accurate", 1.0 if result.accurate else 0.0
         )
 
+    def startup_observed(self, key: Key, gpu_product: str, phase: str, seconds: float) -> None:
+        labels = (*self._labels(key, gpu_product), phase)
+        self.startup_seconds.labels(*labels).observe(seconds)
+        self._startup_series.add(labels)
+
     def forget(self, namespace: str, name: str) -> None:
         """Remove every series of a deleted deployment."""
+        for labels in [x for x in self._startup_series if x[:2] == (namespace, name)]:
+            self.startup_seconds.remove(*labels)
+            self._startup_series.discard(labels)
         series = self._series.pop((namespace, name), None)
         if series is None:
             return

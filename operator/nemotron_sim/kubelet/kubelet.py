@@ -31,7 +31,7 @@ from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc333
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import AddressPool, can_bind
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
-from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
+from nemotron_sim.kubelet.podenv import expanded_argv, missing_secret
 from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
@@ -39,6 +39,7 @@ from nemotron_sim.kubelet.process_runner import RunnerSettings
 from nemotron_sim.kubelet.stand_ins import is_vllm_serve, serving_ports, stand_in_vllm
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
 from nemotron_sim.vllm.parsers import OutputFault
+from nemotron_sim.vllm.startup import CompileCaches
 
 COMPONENT = "kubelet"
 # The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
@@ -50,6 +51,8 @@ _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 @dataclass(frozen=True)
 class KubeletSettings:
     load_seconds: float = 0.0  # simulated model load of each stand-in vLLM
+    compile_seconds: float = 0.0  # its torch.compile (skipped on a warm compile cache)
+    capture_seconds: float = 0.0  # its CUDA graph capture
     init_seconds: float = 0.05  # how long each init container "runs"
     probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
     crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
@@ -127,6 +130,7 @@ class Kubelet:
         self._node_ips = node_ips
         self._pod_ips = pod_ips
         self.settings = settings
+        self.compile_caches = CompileCaches()  # what the stand-ins compiled, by cache location
         self._pods: dict[str, _RunningPod] = {}
         self._session: aiohttp.ClientSession | None = None
 
@@ -222,13 +226,9 @@ class Kubelet:
             if is_vllm_serve(argv):
                 try:
                     stubs[container["name"]] = stand_in_vllm(
-                        argv,
-                        container_env(seen, container),
-                        load_seconds=self.settings.load_seconds,
-                        gpu_product=gpu_product,
-                        kv_cache_bias=self.settings.kv_cache_bias,
-                        output_faults=self.settings.output_faults,
-                    )
+                        argv, seen, container, self.settings,
+                        gpu_product=gpu_product, caches=self.compile_caches,
+                    )  # fmt: skip
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
         model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())

@@ -5,40 +5,80 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nemotron_sim.kubelet.podenv import expanded_argv
+from nemotron_sim.kubelet.podenv import container_env, expanded_argv
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.parsers import OutputFault, parse_faults
+from nemotron_sim.vllm.startup import CompileCaches, StartupRun, StartupTimes
+
+if TYPE_CHECKING:
+    from nemotron_sim.kubelet.kubelet import KubeletSettings
 
 KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
 OUTPUT_FAULTS_ENV = "NEMOTRON_SIM_VLLM_OUTPUT_FAULTS"
+CACHE_ROOT_ENV = "VLLM_CACHE_ROOT"  # vLLM's own: its torch.compile cache lives under it
 
 
 def stand_in_vllm(
     argv: Sequence[str],
-    env: Mapping[str, str],
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    settings: KubeletSettings,
     *,
-    load_seconds: float,
     gpu_product: str | None,
-    kv_cache_bias: float,
-    output_faults: frozenset[OutputFault],
+    caches: CompileCaches,
 ) -> StubVllm:
     """Raises StubVllmArgumentError when real vLLM would refuse the command line (or a knob in
     the environment is malformed): the container then crash-loops."""
+    env = container_env(pod, container)
     bias = env.get(KV_CACHE_BIAS_ENV)
     faults = env.get(OUTPUT_FAULTS_ENV)
+    times = StartupTimes(settings.load_seconds, settings.compile_seconds, settings.capture_seconds)
+    location = cache_location(pod, container, env.get(CACHE_ROOT_ENV))
     return StubVllm(
         argv,
-        load_seconds=load_seconds,
         gpu_product=gpu_product,
-        kv_cache_bias=kv_cache_bias if bias is None else parse_bias(KV_CACHE_BIAS_ENV, bias),
-        output_faults=output_faults if faults is None else _faults(faults),
+        kv_cache_bias=settings.kv_cache_bias
+        if bias is None
+        else parse_bias(KV_CACHE_BIAS_ENV, bias),
+        output_faults=settings.output_faults if faults is None else _faults(faults),
+        startup=StartupRun(times, caches=caches, location=location, argv=argv),
         env=env,
     )
+
+
+def cache_location(
+    pod: Mapping[str, Any], container: Mapping[str, Any], path: str | None
+) -> str | None:
+    """Where ``path`` (``$VLLM_CACHE_ROOT``) lives: ``pvc:namespace/claim/sub/path`` on a claim
+    (it outlives the pod), None elsewhere (an emptyDir or the image's filesystem go with it)."""
+    if not path:
+        return None
+    mounts = sorted(
+        container.get("volumeMounts") or [],
+        key=lambda m: len(str(m.get("mountPath", ""))),
+        reverse=True,
+    )
+    for mount in mounts:
+        root = str(mount.get("mountPath", "")).rstrip("/")
+        if path != root and not path.startswith(root + "/"):
+            continue
+        volumes = (pod.get("spec") or {}).get("volumes") or []
+        volume: Mapping[str, Any] = next(
+            (v for v in volumes if v.get("name") == mount.get("name")), {}
+        )
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if not claim:
+            return None
+        namespace = (pod.get("metadata") or {}).get("namespace", "default")
+        inside = posixpath.join(str(mount.get("subPath") or ""), path[len(root) :].lstrip("/"))
+        return f"pvc:{namespace}/{claim}/{inside.strip('/')}"
+    return None
 
 
 def _faults(text: str) -> frozenset[OutputFault]:

@@ -33,6 +33,7 @@ from nemotron_sim.vllm.protocol import (
     tool_parser_enabled,
 )
 from nemotron_sim.vllm.responses import ResponseShape
+from nemotron_sim.vllm.startup import StartupRun, StartupTimes
 from nemotron_sim.vllm.text import plan_output
 
 VLLM_VERSION = "0.31.0"
@@ -60,7 +61,10 @@ class StubVllm:
         kv_cache_bias: float = 0.0,
         output_faults: frozenset[OutputFault] = frozenset(),
         env: Mapping[str, str] | None = None,
+        startup: StartupRun | None = None,
     ) -> None:
+        """``startup``: the phases of its start and its compile cache (nemotron_sim.vllm.startup);
+        by default ``load_seconds`` of loading and nothing else."""
         self.config: ServeConfig = parse_serve_argv(argv)
         try:
             # The container's environment decides runtime adapter loading and the Hub cache.
@@ -83,7 +87,7 @@ class StubVllm:
             bias=kv_cache_bias,
         )
         self.served_model_name: str = self.config.served_model_name
-        self.load_seconds = load_seconds
+        self.startup = startup or StartupRun(StartupTimes(load_seconds=load_seconds))
         self._kv_capacity_tokens = kv_capacity_tokens
         self._timing = timing
         self._created_at = time.time()
@@ -131,7 +135,10 @@ class StubVllm:
         if self._started_at is None:
             return False
         elapsed = asyncio.get_running_loop().time() - self._started_at
-        return elapsed >= self.load_seconds
+        if elapsed < self.startup.total_seconds:
+            return False
+        self.startup.finish()
+        return True
 
     @property
     def url(self) -> str:
@@ -157,6 +164,7 @@ class StubVllm:
                 raise
             self._runner = runner
             self.host, self.port = host, _bound_port(runner, port)
+        self.startup.begin()
         self._started_at = asyncio.get_running_loop().time()
 
     async def stop(self) -> None:

@@ -358,3 +358,38 @@ def test_every_object_is_valid(config: str, multi_node: bool) -> None:
     options = RenderOptions(owner=Owner("super-vl", "0d9c6f0e-3f5b-4a8e-9a57-7b2f1c3d4e5f"))
     for obj in render(CONFIGS[config] | {"replicas": 2}, plan=plan, options=options):
         validate_object(obj)
+
+
+def _compile_cache(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    container = vllm(objects)
+    mounts = [m for m in container["volumeMounts"] if m["name"] == "weights"]
+    env = {e["name"]: e.get("value", "") for e in container["env"]}
+    return mounts, env
+
+
+def test_the_compile_cache_lives_on_the_weight_cache_keyed_by_image_model_and_layout() -> None:
+    mounts, env = _compile_cache(render(plan=make_plan(tensor_parallel=4)))
+    assert mounts == [
+        {"name": "weights", "mountPath": "/models", "readOnly": True},
+        {"name": "weights", "mountPath": "/compile-cache", "subPath": ".compile-cache"},
+    ]
+    root = env["VLLM_CACHE_ROOT"].removesuffix("/vllm")
+    assert root.startswith("/compile-cache/tp4-pp1-")
+    assert env["TRITON_CACHE_DIR"] == f"{root}/triton"
+    keys = {
+        root,
+        _compile_cache(render(plan=make_plan(tensor_parallel=8)))[1]["VLLM_CACHE_ROOT"],
+        _compile_cache(render({"engine": {"image": "vllm/vllm-openai:v0.32.0"}}))[1][
+            "VLLM_CACHE_ROOT"
+        ],
+        _compile_cache(render({"model": {"revision": "v2"}}))[1]["VLLM_CACHE_ROOT"],
+    }
+    assert len(keys) == 4  # a new layout, vLLM build or checkpoint compiles afresh
+    same = _compile_cache(render({"engine": {"maxModelLen": 65536}}))[1]["VLLM_CACHE_ROOT"]
+    assert same == env["VLLM_CACHE_ROOT"]  # vLLM hashes the rest of its config itself
+
+
+def test_an_existing_read_only_claim_gets_no_compile_cache() -> None:
+    mounts, env = _compile_cache(render({"model": {"source": {"pvc": {"claimName": "w"}}}}))
+    assert [m["mountPath"] for m in mounts] == ["/models"]
+    assert "VLLM_CACHE_ROOT" not in env

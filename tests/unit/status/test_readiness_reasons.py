@@ -203,13 +203,20 @@ def test_only_an_unschedulable_pod_scheduled_condition_counts(condition: dict[st
 
 def test_a_running_pod_or_a_running_download_is_loading_the_model() -> None:
     assert blocker([pod(phase="Running")]) == Blocker(
-        "LoadingModel", "pod nano-0 is downloading or loading the model"
+        "LoadingModel",
+        "pod nano-0: Loading (vLLM is loading the weights, compiling and capturing CUDA graphs)",
     )
     downloading = pod(
         phase="Pending",
-        initContainerStatuses=[{"name": "download", "state": {"running": {}}}],
+        initContainerStatuses=[
+            {"name": "download", "state": {"running": {"startedAt": "2026-05-01T12:00:00Z"}}}
+        ],
     )
-    assert blocker([downloading]).reason == "LoadingModel"
+    assert blocker([downloading]) == Blocker(
+        "LoadingModel",
+        "pod nano-0: Downloading (downloading the weights into the cache) since "
+        "2026-05-01T12:00:00Z",
+    )
 
 
 def test_a_pending_pod_is_waited_for_by_name_and_phase() -> None:
@@ -314,9 +321,9 @@ def test_a_multi_node_replica_is_ready_when_all_its_pods_are() -> None:
         pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]
     )
     assert found.ready_replicas == 1
-    assert found.blocker == Blocker(
-        "LoadingModel", "pod r1-worker is downloading or loading the model"
-    )
+    assert found.blocker is not None
+    assert found.blocker.reason == "LoadingModel"
+    assert found.blocker.message.startswith("pod r1-worker: Loading")
     pods[3]["status"]["conditions"][0]["status"] = "True"
     everything = assess(
         pods, desired_replicas=2, nodes_per_replica=2, expected_statefulsets=[], statefulsets=[]

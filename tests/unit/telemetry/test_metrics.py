@@ -12,8 +12,11 @@ from nemotron_operator.api import Plan
 from nemotron_operator.observe.plan_check import compare, observed_cache
 from nemotron_operator.observe.samples import CacheConfigInfo
 from nemotron_operator.observe.throughput import ThroughputFigures
+from nemotron_operator.status import startup
 from nemotron_operator.telemetry import DeploymentFigures, OperatorMetrics, PlanFigures
+from nemotron_operator.telemetry.deployment_series import DeploymentSeries
 from tests.status_objects import full_status
+from tests.unit.status import test_startup as starting
 
 FIGURES = ThroughputFigures(
     generation_tokens_per_second=812.5,
@@ -69,8 +72,9 @@ def test_every_deployment_series_carries_bounded_labels_and_follows_the_naming_r
     metrics.watch_restarted("nemotrondeployments")
     metrics.scrape_finished("timeout")
     metrics.verification_finished("reasoning", "failed")
+    metrics.startup_observed(("ai", "a"), "NVIDIA-H200", "loading", 42.0)
     found = series(metrics)
-    extra_labels = {"component", "quantile", "figure"}
+    extra_labels = {"component", "quantile", "figure", "phase", "le"}  # le: histogram buckets
     for name, labels in found:
         assert name.startswith("nemotron_"), name
         keys = {k for k, _ in labels}
@@ -142,3 +146,26 @@ def test_a_new_gpu_product_replaces_the_old_series() -> None:
     populate(metrics, "a", "NVIDIA-B200")
     products = {key for key in deployment_series(metrics, "a") if "NVIDIA-H200" in key}
     assert products == set()
+
+
+def test_each_pod_start_is_observed_once_by_phase_and_goes_with_its_deployment() -> None:
+    metrics = OperatorMetrics()
+    tracked = DeploymentSeries(metrics)
+    key, product = ("ai", "a"), "NVIDIA-H200"
+    ready_first = starting.ready("a-0", "u0")
+    # Ready before the operator saw the deployment: its start is not observed (a restart of the
+    # operator must not count every running pod again).
+    tracked.started(key, product, startup.assess_startup([ready_first]))
+    assert not any("startup" in k for k in deployment_series(metrics, "a"))
+    second = starting.ready("a-1", "u1", gate=True)
+    for _ in range(2):  # the same start seen by two reconciles counts once
+        tracked.started(key, product, startup.assess_startup([ready_first, second]))
+    found = deployment_series(metrics, "a")
+    labels = "'gpu_product': 'NVIDIA-H200', 'name': 'a', 'namespace': 'ai', 'phase': '{}'"
+    for phase, seconds in (("loading", 60.0), ("verifying", 6.0), ("total", 100.0)):
+        assert found["nemotron_deployment_startup_seconds_sum{" + labels.format(phase) + "}"] == (
+            seconds
+        )
+        assert found["nemotron_deployment_startup_seconds_count{" + labels.format(phase) + "}"] == 1
+    tracked.forget(key)
+    assert deployment_series(metrics, "a") == {}

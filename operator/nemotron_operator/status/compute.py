@@ -12,6 +12,7 @@ from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.status import readiness as r
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
+from nemotron_operator.status.rollout import CANARY_PAUSED, ROLLOUT_STALLED, RolloutState
 
 PLANNED = "Planned"
 GPUS_AVAILABLE = "GPUsAvailable"
@@ -57,6 +58,7 @@ class StatusInputs:
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
     verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
+    rollout: RolloutState | None = None  # spec.rollout (status/rollout.py)
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -118,11 +120,21 @@ def _planned(
     blocker = inputs.readiness.blocker if inputs.readiness is not None else None
     if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
         blocker = r.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
-    stuck = blocker is not None and (blocker.reason in r.STUCK or blocker.reason == APPLY_REJECTED)
+    rollout = inputs.rollout
+    if rollout is not None and rollout.stall is not None:  # outranks a pod's own blocker
+        blocker = rollout.stall
+    elif rollout is not None and rollout.rolling and blocker is None:  # replicas held back
+        blocker = r.Blocker(r.ROLLOUT_IN_PROGRESS, "some replicas still run the old revision")
+    stuck = blocker is not None and (
+        blocker.reason in r.STUCK or blocker.reason in {APPLY_REJECTED, ROLLOUT_STALLED}
+    )
     all_ready = ready >= inputs.replicas
     serving = f"{ready}/{inputs.replicas} replica(s) ready"
     capacity = _capacity(inputs, ready, cond)
-    if blocker is None:
+    canary = rollout.canary if rollout is not None else None
+    if canary is not None and all_ready and blocker and blocker.reason == r.ROLLOUT_IN_PROGRESS:
+        progressing = cond("Progressing", "False", CANARY_PAUSED, canary)
+    elif blocker is None:
         progressing = cond("Progressing", "False", ROLLOUT_COMPLETE, "up to date")
     else:
         moving = "False" if stuck else "True"

@@ -100,7 +100,7 @@ def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     return None
 
 
-def _pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+def pod_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     if pod_ready(pod):
         return None
     found = _container_blocker(pod)
@@ -192,7 +192,7 @@ def assess_readiness(
             if len(group) >= nodes_per_replica and all(pod_ready(p) for p in group)
         )
     ready = min(ready, desired_replicas)
-    blockers = [b for b in (_pod_blocker(p) for p in serving) if b is not None]
+    blockers = [b for b in (pod_blocker(p) for p in serving) if b is not None]
     present = {_name(s) for s in statefulsets}
     missing = [name for name in expected_statefulsets if name not in present]
     if missing:

@@ -505,6 +505,9 @@ CONTROLLER_ONLY = {
     "spec.autoscaling.scaleDownDelaySeconds": {
         "autoscaling": {"maxReplicas": 8, "scaleDownDelaySeconds": 5}
     },
+    "spec.autoscaling.idleSeconds": {
+        "autoscaling": {"maxReplicas": 8, "minReplicas": 0, "idleSeconds": 60}
+    },
 }
 
 

@@ -251,3 +251,16 @@ def test_a_refused_apply_degrades_with_the_server_message() -> None:
     assert "422 Invalid: spec: Forbidden" in found["Degraded"].message
     assert found["Progressing"].status == "False"
     assert found["Ready"].status == "True"  # the pods of the earlier spec still serve
+
+
+def test_zero_replicas_is_idle_not_ready_and_keeps_the_plan() -> None:
+    status = compute_status(inputs(replicas=0, readiness=Readiness(0, None)), None, now=T0)
+    assert status.phase == "Idle"
+    ready = conditions(status)["Ready"]
+    assert (ready.status, ready.reason) == ("False", "ScaledToZero")
+    assert "kubectl scale" in ready.message
+    assert conditions(status)["Degraded"].status == "False"
+    assert status.plan == PLAN
+    # Woken: one replica loading is Deploying again, not Idle.
+    loading = Readiness(0, Blocker("LoadingModel", "pod nano-0 is downloading or loading"))
+    assert compute_status(inputs(readiness=loading), status, now=T1).phase == "Deploying"

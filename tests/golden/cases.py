@@ -34,6 +34,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "karpenter-h200": ("-f", f"{INPUTS}/karpenter-h200.yaml"),
     "plugin-parser": ("-f", f"{INPUTS}/plugin-parser.yaml"),
     "nano-gateway": ("-f", "examples/nano-gateway.yaml"),
+    "nano-canary-scale-to-zero": ("-f", "examples/nano-canary-scale-to-zero.yaml"),
     "gateway-multi-node-no-prefix": ("-f", f"{INPUTS}/gateway-multi-node-no-prefix.yaml"),
 }
 

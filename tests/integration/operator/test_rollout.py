@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nemotron_sim.vllm.parsers import OutputFault
 from tests.integration.operator.helpers import (
     NAMESPACE,
@@ -110,3 +112,47 @@ def test_a_failing_canary_stalls_then_a_good_one_is_promoted(
     assert hashes == {new}
     (sts,) = children(cluster, STATEFULSETS)
     assert sts["spec"]["updateStrategy"]["rollingUpdate"]["partition"] == 0
+
+
+def sts_hashes(operator: OperatorProcess) -> dict[str, str]:
+    return {
+        s["metadata"]["name"]: template_hash(s) for s in children(operator.cluster, STATEFULSETS)
+    }
+
+
+@pytest.mark.parametrize("sim_cluster", [{"nodes": "NVIDIA-H200:4x4"}], indirect=True)
+def test_multi_node_replicas_roll_one_at_a_time_leader_and_workers_together(
+    operator_process: OperatorProcess,
+) -> None:
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    two_nodes = {"gpu": {"count": 8}}  # 8 GPUs on 4-GPU nodes: two nodes per replica
+    apply(cluster, deployment(replicas=2, capacity=two_nodes, rollout={}))
+    wait_ready(cluster)
+    before = sts_hashes(operator_process)
+    assert set(before) == {"nano-0", "nano-0-w", "nano-1", "nano-1-w"}
+    workers = [s for s in children(cluster, STATEFULSETS) if s["metadata"]["name"].endswith("-w")]
+    assert {s["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] for s in workers} == {1}
+
+    apply(
+        cluster,
+        deployment(replicas=2, capacity=two_nodes, engine={"maxModelLen": 65536}, rollout={}),
+    )
+    # The highest replica first, its leader and worker together; replica 0 held meanwhile.
+    seen = cluster.wait_until(
+        lambda: (h := sts_hashes(operator_process))["nano-1"] != before["nano-1"] and h,
+        seconds=60,
+        what="replica 1 updated",
+    )
+    assert seen["nano-1-w"] != before["nano-1-w"]
+    assert (seen["nano-0"], seen["nano-0-w"]) == (before["nano-0"], before["nano-0-w"])
+    cluster.wait_until(
+        lambda: (
+            condition(cluster, "Progressing").get("reason") == "RolloutComplete"
+            and all(h != before[n] for n, h in sts_hashes(operator_process).items())
+        ),
+        seconds=120,
+        what="the rollout to reach replica 0 and complete",
+    )
+    wait_ready(cluster)
+    assert status(cluster)["ready"] == "2/2"

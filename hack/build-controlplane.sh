@@ -41,6 +41,7 @@ CRD_FILES=(
   "sigs.k8s.io/gateway-api-inference-extension config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"
   "sigs.k8s.io/gateway-api config/crd/standard/gateway.networking.k8s.io_gateways.yaml"
   "sigs.k8s.io/gateway-api config/crd/standard/gateway.networking.k8s.io_httproutes.yaml"
+  "github.com/kedacore/keda/v2 config/crd/bases/keda.sh_scaledobjects.yaml"
 )
 
 say() { echo "build-controlplane: $*" >&2; }

@@ -71,6 +71,7 @@ def test_the_script_and_the_simulator_agree_on_where_the_binaries_are() -> None:
         "inference.networking.k8s.io_inferencepools.yaml",
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.sh_nodepools.yaml",
+        "keda.sh_scaledobjects.yaml",
         "monitoring.coreos.com_podmonitors.yaml",
         "monitoring.coreos.com_servicemonitors.yaml",
     ]

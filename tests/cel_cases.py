@@ -170,6 +170,13 @@ CASES = [
         "must not exceed autoscaling.maxReplicas",
     ),
     Case(
+        "!has(self.idleSeconds) || self.minReplicas == 0",
+        set_("spec.autoscaling", {"minReplicas": 0, "maxReplicas": 2, "idleSeconds": 600}),
+        set_("spec.autoscaling", {"minReplicas": 1, "maxReplicas": 2, "idleSeconds": 600}),
+        "spec.autoscaling.idleSeconds",
+        "applies only with autoscaling.minReplicas: 0",
+    ),
+    Case(
         "self.metric != 'kvCacheUsage' || self.value <= 1.0",
         set_(
             "spec.autoscaling",

@@ -5,6 +5,7 @@ module nemotron-operator/hack/controlplane/crds
 go 1.26.6
 
 require (
+	github.com/kedacore/keda/v2 v2.20.2 // indirect
 	github.com/prometheus-operator/prometheus-operator v0.85.0 // indirect
 	sigs.k8s.io/gateway-api v1.6.3 // indirect
 	sigs.k8s.io/gateway-api-inference-extension v1.6.2 // indirect

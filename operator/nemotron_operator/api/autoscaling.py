@@ -19,6 +19,8 @@ DEFAULT_SCALE_UP_STABILIZATION_SECONDS = 60
 # A replica takes minutes to load 100+ GB of weights; giving one back only after ten quiet minutes
 # avoids paying that again for a short lull.
 DEFAULT_SCALE_DOWN_DELAY_SECONDS = 600
+# minReplicas 0: give the GPUs back after half an hour without a request (waking costs a start).
+DEFAULT_IDLE_SECONDS = 1800
 
 TargetMetric = Literal["requestsWaitingPerReplica", "kvCacheUsage"]
 
@@ -59,11 +61,22 @@ class AutoscalingSpec(ApiModel):
                 "autoscaling.minReplicas must not exceed autoscaling.maxReplicas",
                 ".minReplicas",
             ),
+            cel(
+                "!has(self.idleSeconds) || self.minReplicas == 0",
+                "autoscaling.idleSeconds applies only with autoscaling.minReplicas: 0 (scale to "
+                "zero): remove idleSeconds or set minReplicas to 0",
+                ".idleSeconds",
+            ),
         )
     }
 
     min_replicas: int = Field(
-        default=1, ge=1, le=MAX_AUTOSCALE_REPLICAS, description="Fewest replicas."
+        default=1,
+        ge=0,
+        le=MAX_AUTOSCALE_REPLICAS,
+        description="Fewest replicas. 0: scale to zero after idleSeconds without a request "
+        "(phase Idle; the plan, the claims and the caches are kept); a scale-up of the scale "
+        "subresource (kubectl scale, an HPA, KEDA) wakes it.",
     )
     max_replicas: int = Field(ge=1, le=MAX_AUTOSCALE_REPLICAS, description="Most replicas.")
     target: AutoscalingTarget = Field(
@@ -82,3 +95,18 @@ class AutoscalingSpec(ApiModel):
         description="How long the figure must stay below target (with one replica fewer) "
         "before removing a replica.",
     )
+    idle_seconds: int | None = Field(
+        default=None,
+        ge=10,
+        le=604800,
+        description="With minReplicas 0: scale to zero after this long without a request (none "
+        "running or waiting and vLLM's token counters unchanged on every ready replica). "
+        f"Default {DEFAULT_IDLE_SECONDS}. Only with minReplicas 0.",
+    )
+
+    @property
+    def idle_window(self) -> int | None:
+        """Seconds without a request before scaling to zero; None: never to zero."""
+        if self.min_replicas != 0:
+            return None
+        return self.idle_seconds if self.idle_seconds is not None else DEFAULT_IDLE_SECONDS

@@ -18,6 +18,7 @@ from nemotron_operator.api.engine import EngineSpec
 from nemotron_operator.api.gateway import GatewaySpec
 from nemotron_operator.api.model import ModelSpec
 from nemotron_operator.api.network import NetworkPolicySpec
+from nemotron_operator.api.rollout import RolloutSpec
 
 MAX_REPLICAS = 64
 
@@ -88,6 +89,11 @@ class NemotronDeploymentSpec(ApiModel):
         default=None,
         description="Scale replicas from scraped vLLM load. Leave unset when an HPA or KEDA "
         "drives the scale subresource.",
+    )
+    rollout: RolloutSpec | None = Field(
+        default=None,
+        description="How a changed pod template rolls through the replicas: maxUnavailable, a "
+        "canary, a progress deadline. Unset: the StatefulSets' defaults (one pod at a time).",
     )
     node_pool: NodePoolSpec = Field(
         default_factory=NodePoolSpec, description="How GPU nodes are provided."

@@ -10,7 +10,9 @@ from nemotron_operator.api.base import ApiModel
 from nemotron_operator.api.capacity import GpuProduct
 from nemotron_operator.api.plan import Plan
 
-Phase = Literal["Pending", "Infeasible", "WaitingForCapacity", "Deploying", "Ready", "Degraded"]
+Phase = Literal[
+    "Pending", "Infeasible", "WaitingForCapacity", "Deploying", "Ready", "Degraded", "Idle"
+]
 ConditionType = Literal[
     "Feasible",
     "CapacityAvailable",

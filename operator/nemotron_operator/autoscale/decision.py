@@ -15,6 +15,10 @@ Rules (docs/observability.md):
   and report ``capacity_limited`` (CapacityAvailable=False).
 - Always within [minReplicas, maxReplicas]: a replica count outside is corrected at once.
 - Without a sample (no ready replica answered) nothing changes except the clamp.
+- Scale to zero (``minReplicas: 0``): when every replica is ready and none had a request
+  (``idle``: none running or waiting, the token counters unchanged) for ``idleSeconds``, to 0
+  replicas at once. A tick without figures neither starts nor ends the idle window. At 0 the
+  autoscaler has nothing to measure and waits for a scale-up from outside (docs/controller.md).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class AutoscaleState:
 
     above_since: float | None = None
     below_since: float | None = None
+    idle_since: float | None = None  # minReplicas 0: since when no request was seen
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,9 @@ class AutoscaleInputs:
     # Replicas the cluster's GPUs of the plan's product can hold in all (this deployment's own
     # pods counted as free); None: elastic (Karpenter) or unknown.
     replicas_that_fit: int | None
+    # No request running, waiting or served since the last tick on any ready replica; None: the
+    # figures cannot tell (no sample, or no rate yet).
+    idle: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,29 @@ def decide(
     spec: AutoscalingSpec, inputs: AutoscaleInputs, state: AutoscaleState, now: float
 ) -> AutoscaleDecision:
     """The replica count to set now, and the state to remember."""
+    decision = _decide(spec, inputs, state, now)
+    window = spec.idle_window
+    current = inputs.replicas
+    idle_since = None
+    if window is not None and current > 0:  # scaling in one step at a time stays idle
+        if inputs.idle is None:
+            idle_since = state.idle_since
+        elif inputs.idle and inputs.ready_replicas >= current:
+            idle_since = state.idle_since if state.idle_since is not None else now
+    if idle_since is not None and window is not None and now - idle_since >= window:
+        return AutoscaleDecision(
+            0,
+            AutoscaleState(),
+            "ScaledToZero",
+            f"Scaled from {current} to 0 replicas: no request for {now - idle_since:.0f}s (idle "
+            f"window {window}s); the plan, claims and caches are kept: scale up to wake it",
+        )
+    return replace(decision, state=replace(decision.state, idle_since=idle_since))
+
+
+def _decide(
+    spec: AutoscalingSpec, inputs: AutoscaleInputs, state: AutoscaleState, now: float
+) -> AutoscaleDecision:
     current = inputs.replicas
     clamped = min(spec.max_replicas, max(spec.min_replicas, current))
     if clamped != current:

@@ -105,6 +105,9 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "self.numSpeculativeTokens == 0": _speculative("none", lambda tokens: tokens == 0),
     "self in [1, 2, 4, 8, 16, 32, 64]": lambda s: s in (1, 2, 4, 8, 16, 32, 64),
     "self.minReplicas <= self.maxReplicas": lambda s: s["minReplicas"] <= s["maxReplicas"],
+    "!has(self.idleSeconds) || self.minReplicas == 0": lambda s: (
+        not _has(s, "idleSeconds") or s["minReplicas"] == 0
+    ),
     "self.metric != 'kvCacheUsage' || self.value <= 1.0": lambda s: (
         s["metric"] != "kvCacheUsage" or s["value"] <= 1.0
     ),

@@ -41,6 +41,16 @@ class AutoscaleView:
     replicas_that_fit: int | None
 
 
+def _idle(figures: ThroughputFigures) -> bool | None:
+    """No request running or waiting, and none served since the last scrape (the prompt and
+    generation token counters did not move); None until a rate exists."""
+    if figures.requests_running or figures.requests_waiting:
+        return False
+    if figures.pods_with_rates < max(1, figures.pods_sampled):
+        return None
+    return figures.prompt_tokens_per_second == 0 and figures.generation_tokens_per_second == 0
+
+
 class Autoscaler:
     def __init__(self, kube: KubeClient, queue: WorkQueue) -> None:
         self.kube = kube
@@ -95,6 +105,7 @@ class Autoscaler:
                 gpu_product=plan.gpu_product,
                 gpus_per_replica=plan.gpus_per_replica,
                 replicas_that_fit=view.replicas_that_fit,
+                idle=_idle(figures) if answered and figures else None,
             ),
             self._memory.get(key, AutoscaleState()),
             time.monotonic(),

@@ -145,11 +145,13 @@ async def sync(
     live: Live,
     *,
     served: frozenset[Resource],
+    keep: frozenset[tuple[Resource, str]] = frozenset(),
 ) -> SyncResult:
     """Apply each desired object that is missing or differs; delete owned children that are no
-    longer desired (a NodePool only through :func:`delete_node_pools`, by the caller)."""
+    longer desired (a NodePool only through :func:`delete_node_pools`, by the caller) and not
+    in ``keep`` (a rollout holds them as they are)."""
     result = SyncResult()
-    wanted: set[tuple[Resource, str]] = set()
+    wanted: set[tuple[Resource, str]] = set(keep)
     for obj in desired:
         resource = resource_of(obj)
         name = obj["metadata"]["name"]

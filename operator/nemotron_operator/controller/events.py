@@ -25,7 +25,14 @@ _WARNING = {
 
 # Ready=False for these reasons is progress, not trouble: a Normal Event.
 _PROGRESS = frozenset(
-    {"LoadingModel", "Verifying", "WaitingForPods", "RolloutInProgress", "NotPlanned"}
+    {
+        "LoadingModel",
+        "Verifying",
+        "WaitingForPods",
+        "RolloutInProgress",
+        "NotPlanned",
+        "ScaledToZero",  # scale to zero (autoscaling.minReplicas 0): idle, by design
+    }
 )
 
 

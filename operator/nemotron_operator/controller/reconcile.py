@@ -13,7 +13,6 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +27,8 @@ from nemotron_operator.controller.desired import Planned
 from nemotron_operator.controller.discovery import ServedKinds
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
+from nemotron_operator.controller.outcome import Outcome, ReadState
+from nemotron_operator.controller.rollout import Held, Rollouts
 from nemotron_operator.controller.scraping import Scraper
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.unchanged import Fingerprint, LastInputs, fingerprint
@@ -48,7 +49,6 @@ from nemotron_operator.kube.resources import (
 from nemotron_operator.kube.timestamps import format_time
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
-from nemotron_operator.sizing import GpuInventory
 from nemotron_operator.status import (
     Problem,
     StatusInputs,
@@ -59,45 +59,9 @@ from nemotron_operator.status import (
     startup,
 )
 
+__all__ = ["Outcome", "Reconciler"]
 _EVENT_OWNER_FIELDS = ("name", "namespace", "uid", "resourceVersion")  # an Event's involvedObject
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Outcome:
-    """What one reconcile did (for logs, metrics and tests)."""
-
-    result: str  # "ok", "infeasible", "unchanged" (skipped), "gone", "finalizing", "finalized"
-    applied: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    status_written: bool = False
-    status: NemotronDeploymentStatus | None = None
-    retry_after: float | None = None  # re-queue sooner than the resync (e.g. finalizing)
-    created: str | None = None  # metadata.creationTimestamp (time-to-ready metric)
-    backoff: float | None = None  # re-queue no sooner than this (a refused apply)
-    startup: startup.Startup | None = None  # the serving pods' starts (the start-up histogram)
-
-
-@dataclass(frozen=True)
-class _Read:
-    """What one reconcile read and decided before touching the children."""
-
-    raw: dict[str, Any]
-    names: n.Names
-    previous: NemotronDeploymentStatus | None  # the status stored, as the models read it
-    deployment: NemotronDeployment | None  # None: the spec does not parse
-    inventory: GpuInventory
-    planned: Planned | None
-    problem: Problem | None  # why there is no plan
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.names.namespace, self.names.deployment
-
-    @property
-    def karpenter(self) -> bool:
-        spec = self.deployment.spec if self.deployment is not None else None
-        return spec is not None and spec.node_pool.provisioner == "Karpenter"
 
 
 class Reconciler:
@@ -125,6 +89,7 @@ class Reconciler:
         self.inventory = InventoryReader(kube, ttl=ttl, dra=config.dra)
         self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
         self.last_inputs = LastInputs()
+        self.rollouts = Rollouts()  # spec.rollout: its progress deadlines
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs), less those
@@ -145,6 +110,7 @@ class Reconciler:
             self.last_inputs.forget(key)
             self.verifier.forget(key)
             self.adapters.forget(key)
+            self.rollouts.forget(key)
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             self.last_inputs.forget(key)
@@ -166,12 +132,13 @@ class Reconciler:
             return None
         key = (raw["metadata"]["namespace"], raw["metadata"]["name"])
         # What the scraper, the autoscaler, the behavioural check and the adapter sync add to
-        # status; a failed pod or adapter load whose back-off has passed is tried again.
+        # status; a failed pod or adapter load whose back-off has passed is tried again; a
+        # rollout whose progress deadline passed is judged.
         beside: tuple[Hashable, ...] = (self.scraper.revision(key), self.autoscaler.problem(key))
-        beside += (self.verifier.due(key), self.adapters.revision(key))
+        beside += (self.verifier.due(key), self.adapters.revision(key), self.rollouts.due(key))
         return fingerprint(raw, served, self.cache, self.inventory.generation, beside)
 
-    async def _read(self, raw: dict[str, Any]) -> _Read:
+    async def _read(self, raw: dict[str, Any]) -> ReadState:
         """Parse, read the GPU inventory, plan and render."""
         metadata = raw["metadata"]
         names = n.Names(metadata["name"], metadata["namespace"])
@@ -194,7 +161,7 @@ class Reconciler:
                 operator_namespace=self.config.lease_namespace,
                 dra=(self.config.dra, self.inventory.dra_served),
             )
-        return _Read(
+        return ReadState(
             raw,
             names,
             desired.stored_status(raw),
@@ -204,7 +171,7 @@ class Reconciler:
             problem=found if isinstance(found, Problem) else None,
         )
 
-    async def _converge(self, read: _Read, served: frozenset[Resource]) -> Outcome:
+    async def _converge(self, read: ReadState, served: frozenset[Resource]) -> Outcome:
         raw, names = read.raw, read.names
         live = await children.read_live(
             self.kube, self.cache, names, uid=raw["metadata"]["uid"], served=served
@@ -220,6 +187,10 @@ class Reconciler:
             created=raw["metadata"].get("creationTimestamp"),
         )
         apply_error: str | None = None
+        pods = await children.read_instance(
+            self.kube, self.cache, PODS, names.namespace, names.instance
+        )
+        held = Held([], frozenset(), None)
         gateway_state = gateway.assess(
             read.deployment,
             served,
@@ -229,24 +200,23 @@ class Reconciler:
         # While the spec cannot be planned nothing is applied or deleted: the pods of an earlier
         # spec keep serving, and status says why nothing changes.
         if read.planned is not None:
-            desired = read.planned.desired
+            held = self._rollout(read, live, pods)
+            desired = held.desired
             if gateway_state is not None and gateway_state[0] != "True":
                 desired = gateway.without_gateway(desired)
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await finalizer.hold(self.kube, self.deployments, raw, True)
-            apply_error = await self._sync(desired, live, served, outcome)
+            apply_error = await self._sync(desired, live, served, outcome, keep=held.keep)
             deleted = set(outcome.deleted)
             pools_left = [
                 p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted
             ]
             if not wants_pool and not pools_left:
                 await finalizer.hold(self.kube, self.deployments, raw, False)
-        pods = await children.read_instance(
-            self.kube, self.cache, PODS, names.namespace, names.instance
-        )
         inputs = await self._status_inputs(read, live, pods, apply_error)
         outcome.startup = inputs.startup
+        inputs = dataclasses.replace(inputs, rollout=held.state)
         routed = None
         if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
             routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)
@@ -265,10 +235,14 @@ class Reconciler:
         live: children.Live,
         served: frozenset[Resource],
         outcome: Outcome,
+        *,
+        keep: frozenset[tuple[Resource, str]],
     ) -> str | None:
-        """Apply and prune the children; what the server refused, for status."""
+        """Apply and prune the children (but those ``keep`` names); what the server refused."""
         try:
-            synced = await children.sync(self.kube, self.cache, desired, live, served=served)
+            synced = await children.sync(
+                self.kube, self.cache, desired, live, served=served, keep=keep
+            )
         except ApiError as exc:
             if exc.status == 404:
                 # A kind discovery said was served is not (its CRD was just removed): look
@@ -284,9 +258,25 @@ class Reconciler:
         outcome.applied, outcome.deleted = synced.applied, synced.deleted
         return None
 
+    def _rollout(self, read: ReadState, live: children.Live, pods: list[dict[str, Any]]) -> Held:
+        """spec.rollout: what is held back, and whether the rollout stalled."""
+        if read.planned is None or read.deployment is None:
+            return Held([], frozenset(), None)
+        plan = read.planned.result.plan
+        return self.rollouts.hold(
+            read.key,
+            read.deployment.spec.rollout,
+            read.planned.desired,
+            live_statefulsets=live.of(STATEFULSETS),
+            pods=pods,
+            replicas=plan.replicas,
+            nodes_per_replica=plan.nodes_per_replica,
+            previous=read.previous,
+        )
+
     async def _status_inputs(
         self,
-        read: _Read,
+        read: ReadState,
         live: children.Live,
         pods: list[dict[str, Any]],
         apply_error: str | None,

@@ -60,14 +60,18 @@ def _statefulset(
     claim_templates: list[dict[str, Any]],
     start_ordinal: int = 0,
     adapters: str | None = None,
+    rolling_update: dict[str, int] | None = None,
 ) -> dict[str, Any]:
+    strategy: dict[str, Any] = {"type": "RollingUpdate"}
+    if rolling_update:
+        strategy["rollingUpdate"] = rolling_update
     spec: dict[str, Any] = {
         "replicas": replicas,
         "serviceName": names.headless_service,
         # Replicas load their weights at the same time, and a multi-node replica's ranks must
         # all start before any of them can become ready.
         "podManagementPolicy": "Parallel",
-        "updateStrategy": {"type": "RollingUpdate"},
+        "updateStrategy": strategy,
         "selector": {"matchLabels": selector},
         "template": template,
     }
@@ -126,7 +130,9 @@ def build_statefulsets(
         replicas: int,
         selector: dict[str, str],
         distributed: Distributed | None,
+        *,
         start_ordinal: int = 0,
+        rolling_update: dict[str, int] | None = None,
     ) -> dict[str, Any]:
         pod_labels = {**n.labels(names, n.COMPONENT_SERVING), **selector}
         template = build_pod_template(
@@ -149,13 +155,28 @@ def build_statefulsets(
             claim_templates=claims,
             start_ordinal=start_ordinal,
             adapters=wanted if distributed is None or not distributed.worker else None,
+            rolling_update=rolling_update,
         )
 
+    rollout = deployment.spec.rollout
+    replicas = deployment.spec.replicas
     if nodes == 1:
         selector = n.serving_selector(names, n.ROLE_LEADER)
-        return [statefulset(names.statefulset, deployment.spec.replicas, selector, None)]
+        update = None
+        if rollout is not None:
+            # spec.rollout: the canary is a partition (pods at or above it take a new template);
+            # the controller raises it when the rollout stalls (controller/rollout.py).
+            canary = rollout.canary.replicas if rollout.canary is not None else replicas
+            update = {
+                "maxUnavailable": rollout.max_unavailable,
+                "partition": max(0, replicas - canary),
+            }
+        return [statefulset(names.statefulset, replicas, selector, None, rolling_update=update)]
+    # With spec.rollout, a replica's worker ranks are replaced together, with their leader (the
+    # controller decides which replicas take a new template: controller/rollout.py).
+    workers_update = {"maxUnavailable": nodes - 1} if rollout is not None else None
     objects = []
-    for replica in range(deployment.spec.replicas):
+    for replica in range(replicas):
         leader_name = names.leader_statefulset(replica)
         master = names.pod_dns(leader_name, 0)
         leader = n.serving_selector(names, n.ROLE_LEADER, replica)
@@ -170,6 +191,7 @@ def build_statefulsets(
                 worker,
                 Distributed(nodes, master, worker=True),
                 start_ordinal=1,
+                rolling_update=workers_update,
             )
         )
     return objects

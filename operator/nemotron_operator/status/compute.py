@@ -13,6 +13,7 @@ from nemotron_operator.status import readiness as r
 from nemotron_operator.status import startup as s
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
+from nemotron_operator.status.rollout import CANARY_PAUSED, ROLLOUT_STALLED, RolloutState
 
 PLANNED = "Planned"
 GPUS_AVAILABLE = "GPUsAvailable"
@@ -24,7 +25,14 @@ ALL_REPLICAS_READY = "AllReplicasReady"
 AS_EXPECTED = "AsExpected"
 REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
 APPLY_REJECTED = "ApplyRejected"
+SCALED_TO_ZERO = "ScaledToZero"
 GATEWAY_CONDITION = "InferenceGateway"
+
+
+IDLE_MESSAGE = (
+    "0 replicas: the plan, the weight claims and the caches are kept; a scale-up of the scale "
+    "subresource (kubectl scale, an HPA, KEDA) wakes it"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,7 @@ class StatusInputs:
     # what status has.
     startup: s.Startup | None = None
     predicted_startup: s.Prediction | None = None
+    rollout: RolloutState | None = None  # spec.rollout (status/rollout.py)
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -120,22 +129,41 @@ def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: A
     return "Deploying"
 
 
-def _planned(
-    inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
-) -> tuple[list[Condition], str]:
+def _blocker(inputs: StatusInputs) -> r.Blocker | None:
+    """The one reason not everything is ready and up to date, most telling first."""
     blocker = inputs.readiness.blocker if inputs.readiness is not None else None
     if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
         blocker = r.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
-    stuck = blocker is not None and (blocker.reason in r.STUCK or blocker.reason == APPLY_REJECTED)
-    all_ready = ready >= inputs.replicas
+    rollout = inputs.rollout
+    if rollout is not None and rollout.stall is not None:  # outranks a pod's own blocker
+        blocker = rollout.stall
+    elif rollout is not None and rollout.rolling and blocker is None:  # replicas held back
+        blocker = r.Blocker(r.ROLLOUT_IN_PROGRESS, "some replicas still run the old revision")
+    return blocker
+
+
+def _planned(
+    inputs: StatusInputs, plan: Plan, ready: int, cond: ConditionFactory
+) -> tuple[list[Condition], str]:
+    blocker = _blocker(inputs)
+    rollout = inputs.rollout
+    stuck = blocker is not None and (
+        blocker.reason in r.STUCK or blocker.reason in {APPLY_REJECTED, ROLLOUT_STALLED}
+    )
+    all_ready = ready >= inputs.replicas > 0  # at zero replicas nothing serves: Idle
     serving = f"{ready}/{inputs.replicas} replica(s) ready"
     capacity = _capacity(inputs, ready, cond)
-    if blocker is None:
+    canary = rollout.canary if rollout is not None else None
+    if canary is not None and all_ready and blocker and blocker.reason == r.ROLLOUT_IN_PROGRESS:
+        progressing = cond("Progressing", "False", CANARY_PAUSED, canary)
+    elif blocker is None:
         progressing = cond("Progressing", "False", ROLLOUT_COMPLETE, "up to date")
     else:
         moving = "False" if stuck else "True"
         progressing = cond("Progressing", moving, blocker.reason, blocker.message)
-    if all_ready:
+    if inputs.replicas == 0:  # scaled to zero: nothing serves until a scale-up wakes it
+        ready_condition = cond("Ready", "False", SCALED_TO_ZERO, IDLE_MESSAGE)
+    elif all_ready:
         ready_condition = cond("Ready", "True", ALL_REPLICAS_READY, serving)
     else:
         why = blocker or r.Blocker(r.WAITING_FOR_PODS, serving)
@@ -149,6 +177,8 @@ def _planned(
         degraded = cond("Degraded", "False", AS_EXPECTED, serving)
     feasible = cond("Feasible", "True", PLANNED, _plan_summary(plan))
     conditions = [feasible, capacity, progressing, ready_condition, degraded]
+    if inputs.replicas == 0 and degraded.status == "False" and blocker is None:
+        return conditions, "Idle"
     return conditions, _phase(degraded, all_ready, capacity, blocker)
 
 

@@ -104,7 +104,7 @@ def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     return None
 
 
-def _pod_blocker(
+def pod_blocker(
     pod: Mapping[str, Any], predicted: startup.Prediction | None = None
 ) -> Blocker | None:
     if pod_ready(pod):
@@ -239,7 +239,7 @@ def assess_readiness(
             if len(group) >= nodes_per_replica and all(pod_ready(p) for p in group)
         )
     ready = min(ready, desired_replicas)
-    blockers = [b for b in (_pod_blocker(p, predicted) for p in serving) if b is not None]
+    blockers = [b for b in (pod_blocker(p, predicted) for p in serving) if b is not None]
     if lost is not None:
         blockers.append(lost)
     present = {_name(s) for s in statefulsets}

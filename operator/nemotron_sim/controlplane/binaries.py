@@ -1,9 +1,12 @@
 """Where the control plane's binaries are: ``CONTROLPLANE_BIN_DIR``, else the build cache.
 
 ``hack/build-controlplane.sh`` builds kube-apiserver, kube-controller-manager, kube-scheduler
-and etcd from the Go module ``hack/controlplane`` into ``.cache/controlplane/<key>/``, where the
-key names the Kubernetes and etcd versions and a hash of ``go.mod`` and ``go.sum`` (so a
-changed recipe builds afresh). This module computes the same key; a test checks the two agree.
+and etcd from the Go module ``hack/controlplane`` into ``.cache/controlplane/<key>/bin``, where
+the key names the Kubernetes and etcd versions and a hash of ``go.mod`` and ``go.sum`` (so a
+changed recipe builds afresh), and copies the third-party CRDs into
+``.cache/controlplane/crds-<hash of crds/go.mod and crds/go.sum>`` (so a CRD added there costs
+seconds, not a rebuild of the binaries). This module computes the same keys; a test checks the
+two agree.
 """
 
 from __future__ import annotations
@@ -47,9 +50,17 @@ def recipe_versions(recipe: Path = RECIPE) -> Versions:
 def cache_key(recipe: Path = RECIPE) -> str:
     versions = recipe_versions(recipe)
     digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "crds/go.mod", "crds/go.sum"):
+    for name in ("go.mod", "go.sum"):
         digest.update((recipe / name).read_bytes())
     return f"kubernetes-{versions.kubernetes}_etcd-{versions.etcd}_{digest.hexdigest()[:12]}"
+
+
+def crd_key(recipe: Path = RECIPE) -> str:
+    """The CRDs' directory name: a hash of the module file that pins their projects."""
+    digest = hashlib.sha256()
+    for name in ("crds/go.mod", "crds/go.sum"):
+        digest.update((recipe / name).read_bytes())
+    return f"crds-{digest.hexdigest()[:12]}"
 
 
 def bin_dir() -> Path:
@@ -71,7 +82,7 @@ def bin_dir() -> Path:
 def crd_dir() -> Path:
     """The third-party CRDs (Karpenter's NodePool and NodeClaim, the Prometheus Operator's
     PodMonitor and ServiceMonitor) the build script copied out of their Go modules."""
-    directory = CACHE / cache_key() / "crds"
+    directory = CACHE / crd_key()
     if not directory.is_dir() or not any(directory.glob("*.yaml")):
         raise MissingBinariesError(
             f"no third-party CRDs in {directory}: run hack/build-controlplane.sh (it copies "

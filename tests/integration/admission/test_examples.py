@@ -17,6 +17,7 @@ REQUIRED_EXAMPLES = {
     "super-nvfp4-b200.yaml",
     "nano-bf16.yaml",
     "custom-architecture.yaml",
+    "nano-canary-scale-to-zero.yaml",
 }
 
 

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from nemotron_sim.controlplane.binaries import COMPONENTS, bin_dir, crd_dir, recipe_versions
+from nemotron_sim.controlplane.binaries import (
+    COMPONENTS,
+    RECIPE,
+    bin_dir,
+    cache_key,
+    crd_dir,
+    crd_key,
+    recipe_versions,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "hack" / "build-controlplane.sh"
@@ -63,9 +71,25 @@ def test_the_script_and_the_simulator_agree_on_where_the_binaries_are() -> None:
         "inference.networking.k8s.io_inferencepools.yaml",
         "karpenter.sh_nodeclaims.yaml",
         "karpenter.sh_nodepools.yaml",
+        "keda.sh_scaledobjects.yaml",
         "monitoring.coreos.com_podmonitors.yaml",
         "monitoring.coreos.com_servicemonitors.yaml",
     ]
+
+
+def test_a_changed_crd_recipe_keeps_the_binaries_key(tmp_path: Path) -> None:
+    recipe = tmp_path / "controlplane"
+    (recipe / "crds").mkdir(parents=True)
+    for name in ("go.mod", "go.sum", "crds/go.mod", "crds/go.sum"):
+        (recipe / name).write_bytes((RECIPE / name).read_bytes())
+    assert (cache_key(recipe), crd_key(recipe)) == (cache_key(), crd_key())
+    with (recipe / "crds" / "go.sum").open("a") as sums:  # a CRD module added
+        sums.write("github.com/example/crds v1.0.0 h1:AAAA=\n")
+    assert cache_key(recipe) == cache_key()  # no rebuild of the binaries
+    assert crd_key(recipe) != crd_key()  # the CRDs are copied again
+    with (recipe / "go.sum").open("a") as sums:  # the binaries' recipe changed
+        sums.write("k8s.io/example v1.0.0 h1:AAAA=\n")
+    assert cache_key(recipe) != cache_key()
 
 
 def _fake(directory: Path, name: str, version_line: str) -> None:

@@ -54,6 +54,7 @@ def test_the_crds_are_the_projects_own(kube_cluster: KubeHandle) -> None:
         "podmonitors.monitoring.coreos.com",
         "inferencepools.inference.networking.k8s.io",
         "httproutes.gateway.networking.k8s.io",
+        "scaledobjects.keda.sh",
     } <= names
     nodepool = next(c for c in crds if c["metadata"]["name"] == "nodepools.karpenter.sh")
     schema = nodepool["spec"]["versions"][0]["schema"]["openAPIV3Schema"]

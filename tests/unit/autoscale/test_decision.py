@@ -121,3 +121,43 @@ def test_kv_cache_usage_target() -> None:
     assert up[-1].replicas == 4  # ceil(2 × 0.9/0.5)
     down = run(spec, [(0, inputs(2, 0, usage=0.1)), (301, inputs(2, 0, usage=0.1))])
     assert down[-1].replicas == 1
+
+
+TO_ZERO = SPEC.model_copy(update={"min_replicas": 0, "idle_seconds": 600})
+
+
+def idle_inputs(replicas: int, idle: bool | None, *, ready: int | None = None) -> AutoscaleInputs:
+    given = inputs(replicas, 0 if idle is not None else None, ready=ready)
+    return AutoscaleInputs(**{**given.__dict__, "idle": idle})
+
+
+def test_idle_for_the_window_scales_to_zero_and_zero_stays_zero() -> None:
+    decisions = run(
+        TO_ZERO,
+        [
+            (0, idle_inputs(1, True)),
+            (300, idle_inputs(1, None)),  # a tick without figures keeps the window
+            (599, idle_inputs(1, True)),
+            (600, idle_inputs(1, True)),
+            (700, idle_inputs(0, None, ready=0)),  # nothing to measure at zero: no change
+        ],
+    )
+    assert [d.replicas for d in decisions] == [1, 1, 1, 0, 0]
+    assert decisions[3].reason == "ScaledToZero"
+    assert decisions[3].message.startswith("Scaled from 1 to 0 replicas: no request for 600s")
+
+
+def test_a_request_restarts_the_idle_window() -> None:
+    seen = [(0, True), (500, False), (700, True), (1200, True), (1300, True)]
+    decisions = run(TO_ZERO, [(t, idle_inputs(1, idle)) for t, idle in seen])
+    assert [d.replicas for d in decisions] == [1, 1, 1, 1, 0]
+
+
+def test_a_loading_replica_or_min_replicas_above_zero_never_goes_to_zero() -> None:
+    loading = run(TO_ZERO, [(t, idle_inputs(2, True, ready=1)) for t in (0, 1000, 2000)])
+    assert [d.replicas for d in loading] == [2, 2, 2]
+    kept = run(SPEC, [(t, idle_inputs(1, True)) for t in (0, 4000, 8000)])
+    assert [d.replicas for d in kept] == [1, 1, 1]
+    assert SPEC.idle_window is None
+    default = AutoscalingSpec.model_validate({"minReplicas": 0, "maxReplicas": 2})
+    assert default.idle_window == 1800

@@ -172,6 +172,10 @@ def kind(name: str) -> Callable[[Objects], Any]:
     return lambda objects: of_kind(objects, name)
 
 
+def update_strategy(objects: Objects) -> Any:
+    return sts(objects)["spec"]["updateStrategy"]
+
+
 def plan(objects: Objects) -> Any:
     return json.loads(sts(objects)["metadata"]["annotations"][names.PLAN])
 
@@ -447,6 +451,14 @@ CASES: dict[str, Case] = {
     "spec.verification.enabled": Case(
         {"verification": {"enabled": False}}, pod_field("readinessGates")
     ),
+    "spec.rollout.maxUnavailable": Case(
+        {"rollout": {"maxUnavailable": 2}}, update_strategy, merge(BASE, {"rollout": {}})
+    ),
+    "spec.rollout.canary.replicas": Case(
+        {"rollout": {"canary": {"replicas": 1}}},
+        update_strategy,
+        merge(BASE, {"replicas": 3, "rollout": {}}),
+    ),
 }
 for _key, _value in (
     ("key", "other"),
@@ -560,8 +572,10 @@ def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
 
 
 SPEC_PATHS = spec_paths(NemotronDeploymentSpec, "spec")
-# Read by the controller's autoscaler, not by the renderer: it sets spec.replicas, which renders.
+# Read by the controller's autoscaler, not by the renderer: it sets spec.replicas, which renders;
+# and the rollout's deadline, which the controller watches (controller/rollout.py).
 CONTROLLER_ONLY = {
+    "spec.rollout.progressDeadlineSeconds": {"rollout": {"progressDeadlineSeconds": 60}},
     "spec.autoscaling.minReplicas": {"autoscaling": {"maxReplicas": 8, "minReplicas": 2}},
     "spec.autoscaling.target.metric": {
         "autoscaling": {"maxReplicas": 8, "target": {"metric": "kvCacheUsage", "value": 0.5}}
@@ -572,6 +586,9 @@ CONTROLLER_ONLY = {
     },
     "spec.autoscaling.scaleDownDelaySeconds": {
         "autoscaling": {"maxReplicas": 8, "scaleDownDelaySeconds": 5}
+    },
+    "spec.autoscaling.idleSeconds": {
+        "autoscaling": {"maxReplicas": 8, "minReplicas": 0, "idleSeconds": 60}
     },
 }
 
@@ -585,7 +602,7 @@ def test_every_spec_field_has_a_case() -> None:
 
 @pytest.mark.parametrize("path", sorted(CONTROLLER_ONLY))
 def test_controller_only_field_leaves_the_manifest_alone(path: str) -> None:
-    base = merge(WITH_KARPENTER, {"autoscaling": {"maxReplicas": 8}})
+    base = merge(WITH_KARPENTER, {"autoscaling": {"maxReplicas": 8}, "rollout": {}})
     assert render_spec(base) == render_spec(merge(base, CONTROLLER_ONLY[path]))
 
 

@@ -261,3 +261,16 @@ def test_adapters_each_pod_serves_and_why_not() -> None:
         {"pod": "nano-1", "adapters": [], "message": "sql: 400 No adapter found"},
     ]
     assert "adapters" not in compute_status(inputs(), None, now=T0).to_wire()  # LoRA off
+
+
+def test_zero_replicas_is_idle_not_ready_and_keeps_the_plan() -> None:
+    status = compute_status(inputs(replicas=0, readiness=Readiness(0, None)), None, now=T0)
+    assert status.phase == "Idle"
+    ready = conditions(status)["Ready"]
+    assert (ready.status, ready.reason) == ("False", "ScaledToZero")
+    assert "kubectl scale" in ready.message
+    assert conditions(status)["Degraded"].status == "False"
+    assert status.plan == PLAN
+    # Woken: one replica loading is Deploying again, not Idle.
+    loading = Readiness(0, Blocker("LoadingModel", "pod nano-0 is downloading or loading"))
+    assert compute_status(inputs(readiness=loading), status, now=T1).phase == "Deploying"

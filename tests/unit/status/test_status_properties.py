@@ -129,7 +129,16 @@ def test_the_phase_agrees_with_the_conditions(
         return
     assert (found["Feasible"], reasons["Feasible"]) == ("True", "Planned")
     assert status.endpoint == inputs.endpoint
-    assert (found["Ready"] == "True") == (ready >= inputs.replicas)
+    assert (found["Ready"] == "True") == (ready >= inputs.replicas > 0)
+    if inputs.replicas == 0:
+        assert reasons["Ready"] == "ScaledToZero"
+        assert status.phase != "Ready"
+    assert (status.phase == "Idle") == (
+        inputs.replicas == 0
+        and found["Degraded"] == "False"
+        and found["Progressing"] == "False"
+        and reasons["Progressing"] == "RolloutComplete"
+    )
     assert (status.phase == "Degraded") == (found["Degraded"] == "True")
     assert (status.phase == "Ready") == (found["Ready"] == "True" and found["Degraded"] != "True")
     blocked = reasons["Progressing"] if found["Progressing"] != "False" else None
@@ -142,7 +151,7 @@ def test_the_phase_agrees_with_the_conditions(
         assert blocked not in STUCK
         assert blocked != "ApplyRejected"
     if found["Ready"] == "False":
-        assert reasons["Ready"] in (*STUCK, *MOVING, "ApplyRejected")
+        assert reasons["Ready"] in (*STUCK, *MOVING, "ApplyRejected", "ScaledToZero")
 
 
 @PROPERTIES

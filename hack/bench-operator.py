@@ -135,6 +135,13 @@ async def floor_phase(
             "simulator_cpu_s_to_converge": spent["simulator"],
             "bench_cpu_s_to_converge": spent["bench"],
         }
+        # Each size alone, as the operator's batches are: the next size starts on a cluster
+        # without this one's objects (and needs no nodes for them).
+        batch_namespaces = {k[0] for k in keys}
+        out["batches"][str(size)]["delete_s"] = round(
+            await client.delete_namespaces(batch_namespaces, args.timeout), 2
+        )
+        namespaces -= batch_namespaces
     out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
     return out
 
@@ -332,7 +339,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.operator_env = dict(item.split("=", 1) for item in args.operator_env)
     if name == "tiny":  # the idle window waits one scrape interval after the last Ready
         args.operator_env.setdefault("NEMOTRON_OPERATOR_SCRAPE_SECONDS", "2")
-    deployments = args.singles + sum(args.sizes)
+    # Every batch (the floor's and the operator's) is deleted before the next: the singles and
+    # the largest batch are the most deployments at once.
+    deployments = args.singles + max(args.sizes)
     args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(deployments * 1.1 / 8) + 1}"
     return args
 

@@ -76,6 +76,9 @@ def render(runs: list[tuple[str, dict[str, Any]]], out: Path) -> list[Path]:
     twin.set_ylim(bottom=0)
     _finish(axes, "deployments created at once (N)", "operator CPU s to converge",
             "Operator CPU against N")  # fmt: skip
+    handles, labels = axes.get_legend_handles_labels()
+    more_handles, more_labels = twin.get_legend_handles_labels()
+    axes.legend(handles + more_handles, labels + more_labels, fontsize="small")
     written.append(_save(figure, out / PLOTS[1], plt))
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for name, data in lines:

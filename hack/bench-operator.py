@@ -18,12 +18,19 @@ through the cluster's fault proxy), then measures and prints a table, and writes
 4. footprint: operator RSS and CPU seconds (/proc), idle CPU, RSS growth while idle; the CPU of
    the control plane (its four processes) and of the simulator process, apart;
 5. restart: a restarted operator's resync time and the writes it makes;
-6. the planner: plans per second over the whole catalog (``hack/bench-plan.py``).
+6. the planner: plans per second over the whole catalog (``hack/bench-plan.py``);
+7. growth: per N, wall time to converge (and the floor's), requests and writes per deployment,
+   operator CPU seconds per deployment, RSS, and a least-squares fit of CPU against N;
+8. versions: kube-apiserver's /version, etcd, the stand-in vLLM, kopf, Python, the commit.
 
-Modes: default N = 1, 100, 1000 with 5 min (writes) / 10 min (RSS) of idle — one idle window,
-writes counted over its first part; ``--quick`` N = 1, 100 and 20 s / 30 s idle (under 2 min);
-``--tiny`` N = 1, 3 and 1 s idle (seconds; what the test suite runs). Figures are printed, never
-asserted. Usage:
+Idle and restart are measured at ``--idle-at`` deployments (1,000 when it is a size), the
+larger sizes after. Idle requests are counted on the server side: per client by the fault proxy,
+and for all clients from kube-apiserver's ``apiserver_request_total`` before and after.
+
+Modes: default N = 100, 1000, 3000 with 5 min (writes) / 10 min (RSS) of idle — one idle
+window, writes counted over its first part; ``--quick`` N = 100, 1000 and 20 s / 30 s idle;
+``--tiny`` N = 3, 6 and 1 s / 2 s idle (seconds; what the test suite runs). Figures are printed,
+never asserted. Usage:
 
     hack/bench-operator.py [--quick|--tiny] [--json PATH] [--operator-cmd CMD] [--sizes 1,100]
 """
@@ -52,9 +59,10 @@ import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
 from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
-from opbench import report  # noqa: E402
+from opbench import report, serverside  # noqa: E402
 from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
+from opbench.growth import growth  # noqa: E402
 from opbench.procs import CpuMeter, SimCluster  # noqa: E402
 from opbench.run import OperatorPhases, lat, wall  # noqa: E402
 from opbench.workload import (  # noqa: E402
@@ -74,10 +82,11 @@ OPERATOR_ENV = {
     "NEMOTRON_OPERATOR_METRICS_PORT": "0",
 }
 MODES = {  # sizes, singles, idle seconds for writes, idle seconds for RSS, planner rounds
-    "full": ((100, 1000), 20, 300.0, 600.0, 20),
-    "quick": ((100,), 10, 20.0, 30.0, 5),
-    "tiny": ((3,), 2, 1.0, 1.0, 1),
+    "full": ((100, 1000, 3000), 20, 300.0, 600.0, 20),
+    "quick": ((100, 1000), 10, 20.0, 30.0, 5),
+    "tiny": ((3, 6), 2, 1.0, 2.0, 1),
 }
+IDLE_AT = 1000  # idle and restart are measured at this many deployments when it is a size
 
 
 def load_bench_plan() -> Any:
@@ -126,6 +135,13 @@ async def floor_phase(
             "simulator_cpu_s_to_converge": spent["simulator"],
             "bench_cpu_s_to_converge": spent["bench"],
         }
+        # Each size alone, as the operator's batches are: the next size starts on a cluster
+        # without this one's objects (and needs no nodes for them).
+        batch_namespaces = {k[0] for k in keys}
+        out["batches"][str(size)]["delete_s"] = round(
+            await client.delete_namespaces(batch_namespaces, args.timeout), 2
+        )
+        namespaces -= batch_namespaces
     out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
     return out
 
@@ -168,6 +184,7 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 await client.install_crds(yaml.safe_load(c.read_text()) for c in crds)
                 warm_up = await client.warm_up(manifest("default", "warm-up"))
                 results["cluster"]["first_create_s"] = round(warm_up, 2)
+                results["versions"] = await versions(client, sim, env)
                 idle = await control_plane_idle(sim)
                 results["cluster"]["control_plane_idle_cpu_percent"] = round(100 * idle, 1)
                 collector = Collector(client)
@@ -199,6 +216,15 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 await collector.stop()
         finally:
             sim.stop()
+
+
+async def versions(client: Client, sim: SimCluster, env: dict[str, str]) -> dict[str, Any]:
+    """What ran: kube-apiserver's /version, etcd's binary, the stand-in vLLM, kopf, Python."""
+    etcd = serverside.binary_version(Path(f"/proc/{sim.control_plane_pids()['etcd']}/exe"))
+    vllm = await asyncio.to_thread(serverside.vllm_stand_in_version, env)
+    out = serverside.versions(await client.send("GET", "/version"), etcd, vllm)
+    out["commit"] = report.machine()["commit"]
+    return out
 
 
 async def control_plane_idle(sim: SimCluster, seconds: float = 3.0) -> float:
@@ -243,10 +269,10 @@ def operator_argv(command: str) -> list[str] | None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="N = 1, 100; short idle (< 2 min)")
-    mode.add_argument("--tiny", action="store_true", help="N = 1, 3; seconds (the test suite)")
+    mode.add_argument("--quick", action="store_true", help="N = 100, 1000; short idle")
+    mode.add_argument("--tiny", action="store_true", help="N = 3, 6; seconds (the test suite)")
     parser.add_argument("--sizes", help="comma-separated batch sizes, each applied at once "
-                        "(full 100,1000; quick 100; tiny 3)")  # fmt: skip
+                        "(full 100,1000,3000; quick 100,1000; tiny 3,6)")  # fmt: skip
     parser.add_argument("--singles", type=int, help="single deployments applied one at a time")
     parser.add_argument("--namespaces", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=16, help="creates in flight")
@@ -259,6 +285,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--idle-rss-seconds",
         type=float,
         help="idle window for RSS growth and idle CPU (full 600, quick 30)",
+    )
+    parser.add_argument(
+        "--idle-sample-seconds",
+        type=float,
+        help="operator CPU sampled this often over the idle window, for the plot (5; tiny 0.5)",
+    )
+    parser.add_argument(
+        "--idle-at",
+        type=int,
+        help="the batch size at which idle and restart are measured (1000 when it is one of "
+        "the sizes, otherwise the largest)",
     )
     parser.add_argument(
         "--restart-settle-seconds",
@@ -289,6 +326,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.idle_writes_seconds = args.idle_writes_seconds or idle_writes
     args.idle_rss_seconds = max(args.idle_rss_seconds or idle_rss, args.idle_writes_seconds)
     args.planner_rounds = args.planner_rounds or rounds
+    args.idle_sample_seconds = args.idle_sample_seconds or (0.5 if name == "tiny" else 5.0)
+    if args.idle_at is None:
+        args.idle_at = IDLE_AT if IDLE_AT in args.sizes else max(args.sizes)
+    elif args.idle_at not in args.sizes:
+        parser.error(f"--idle-at {args.idle_at} is not one of --sizes {args.sizes}")
     args.restart_settle_seconds = args.restart_settle_seconds or (1.0 if name == "tiny" else 5.0)
     args.timeout = args.timeout or max(120.0, 0.6 * max(args.sizes))
     if args.json is None and name == "full":
@@ -297,7 +339,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.operator_env = dict(item.split("=", 1) for item in args.operator_env)
     if name == "tiny":  # the idle window waits one scrape interval after the last Ready
         args.operator_env.setdefault("NEMOTRON_OPERATOR_SCRAPE_SECONDS", "2")
-    deployments = args.singles + sum(args.sizes)
+    # Every batch (the floor's and the operator's) is deleted before the next: the singles and
+    # the largest batch are the most deployments at once.
+    deployments = args.singles + max(args.sizes)
     args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(deployments * 1.1 / 8) + 1}"
     return args
 
@@ -324,6 +368,7 @@ def main() -> int:
         results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         for section in ("convergence", "floor", "api", "footprint", "restart", "planner"):
             results.setdefault(section, {"error": "not reached (the run stopped earlier)"})
+        results["growth"] = growth(results)
         results["targets"] = report.targets(results)
         report.print_table(results)
         if args.json:

@@ -72,6 +72,14 @@ class Client:
                 return payload
         raise AssertionError("unreachable")
 
+    async def text(self, path: str) -> str:
+        """A plain-text GET straight to kube-apiserver (its /metrics)."""
+        async with self.session.get(self.api_url + path, headers=self.headers()) as response:
+            body = await response.text()
+            if response.status >= 300:
+                raise ApiError("GET", path, response.status, body[:200])
+            return body
+
     async def create_deployment(self, obj: dict[str, Any]) -> dict[str, Any]:
         namespace = obj["metadata"]["namespace"]
         path = f"{GROUP_PATH}/namespaces/{namespace}/nemotrondeployments"

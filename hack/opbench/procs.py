@@ -189,6 +189,9 @@ class SimCluster(Child):
             self._find_control_plane()
             return {name: read(pid) for name, pid in self._control_plane.items()}
 
+    def control_plane_pids(self) -> dict[str, int]:
+        return dict(self._control_plane)
+
     def control_plane_cpu(self) -> dict[str, float]:
         """CPU seconds of each control-plane process."""
         return self._each(cpu_seconds)

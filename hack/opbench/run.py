@@ -10,6 +10,7 @@ from typing import Any
 from opbench import report
 from opbench.api import GROUP_PATH, WRITE_VERBS, Client, RequestCounts, not_bench
 from opbench.collector import Collector, Key
+from opbench.idle import idle
 from opbench.procs import Child, CpuMeter, SimCluster
 from opbench.statusdiff import status_changes
 from opbench.workload import create, expected_children, layout, manifest
@@ -54,10 +55,19 @@ class OperatorPhases:
             results["api"] = {"batches": {}}
             results["footprint"] = {}
             await self.singles(results)
-            for index, size in enumerate(self.args.sizes):
-                await self.batch(size, results, last=index == len(self.args.sizes) - 1)
-            await self.idle(results)
-            results["restart"] = await self.restart()
+            for size in self.args.sizes:
+                # Idle and restart are measured at --idle-at deployments (the issue: 1,000);
+                # the larger sizes come after, once those are deleted.
+                at_idle = size == self.args.idle_at
+                await self.batch(size, results, last=at_idle)
+                if at_idle:
+                    await idle(self, results)
+                    results["restart"] = await self.restart()
+                    if size != self.args.sizes[-1]:
+                        keys = layout(f"b{size}", size, self.args.namespaces)
+                        results["convergence"]["batches"][str(size)][
+                            "delete_s"
+                        ] = await self.delete({k[0] for k in keys})
         except OperatorExitedError as exc:
             message = f"the operator exited: {exc}"
             for section in ("convergence", "api", "footprint", "restart"):
@@ -213,7 +223,7 @@ class OperatorPhases:
                 cpu_s_to_converge=round(cpu_converged, 2),
                 cpu_s_to_ready=row["operator_cpu_s_to_ready"],
             )
-        else:
+        elif size != self.args.sizes[-1]:  # the last size's are gone with the cluster
             row["delete_s"] = await self.delete({k[0] for k in keys})
 
     async def quiet(self, limit: float = 60.0) -> float:
@@ -280,55 +290,6 @@ class OperatorPhases:
         if wait > 0:
             await asyncio.sleep(wait)
         return round(max(0.0, wait), 1)
-
-    async def idle(self, results: dict[str, Any]) -> None:
-        """Everything converged and Ready; the operator's timers keep running."""
-        operator = self.running()
-        writes_window, rss_window = self.args.idle_writes_seconds, self.args.idle_rss_seconds
-        report.say(
-            f"operator: idle for {rss_window:.0f} s (writes counted over {writes_window:.0f} s)"
-        )
-        waited = await self.first_ticks_after_ready()
-        await self.quiet_writes()
-        before = await self.statuses()
-        await self.client.reset_counts()
-        cpu, rss_start = operator.cpu_seconds(), operator.rss_mib()
-        start = time.perf_counter()
-        rss_samples = [rss_start]
-        meter = CpuMeter(self.sim)
-        at_writes: RequestCounts | None = None
-        while (elapsed := time.perf_counter() - start) < rss_window:
-            if at_writes is None and elapsed >= writes_window:
-                at_writes = await self.client.counts()
-            await asyncio.sleep(min(5.0, rss_window - elapsed, max(0.05, writes_window - elapsed)
-                                    if at_writes is None else 5.0))  # fmt: skip
-            rss_samples.append(self.running().rss_mib())
-        whole = await self.client.counts()
-        at_writes = at_writes or whole
-        seconds = time.perf_counter() - start
-        cluster = meter.spent()
-        results["api"]["idle"] = {
-            "seconds": writes_window,
-            "writes": at_writes.writes(not_bench),
-            "lease_writes": at_writes.writes(not_bench, leases=True),
-            "by_verb": at_writes.by_verb(not_bench),
-            "by_verb_and_resource": at_writes.by_verb_and_resource(not_bench),
-            "waited_for_first_scrape_ticks_s": waited,
-            "writes_whole_window": whole.writes(not_bench),
-            "whole_window_seconds": round(seconds, 1),
-            "status_changes": status_changes(before, await self.statuses()),
-        }
-        results["footprint"].update(
-            cluster_idle_cpu_percent=round(100 * cluster["cluster"] / seconds, 1),
-            control_plane_idle_cpu_percent=round(100 * cluster["control_plane"] / seconds, 1),
-            simulator_idle_cpu_percent=round(100 * cluster["simulator"] / seconds, 1),
-            idle_cpu_percent=round(100 * (operator.cpu_seconds() - cpu) / seconds, 2),
-            idle_rss_seconds=round(seconds, 1),
-            rss_mib_idle_start=round(rss_start, 1),
-            rss_mib_idle_end=round(rss_samples[-1], 1),
-            rss_mib_idle_max=round(max(rss_samples), 1),
-            rss_growth_mib=round(rss_samples[-1] - rss_start, 1),
-        )
 
     async def restart(self) -> dict[str, Any]:
         """Stop the operator, start it again; how long until it is quiet, and what it wrote.

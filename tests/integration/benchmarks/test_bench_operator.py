@@ -5,11 +5,13 @@ this session's network namespace) and the operator through the cluster's fault p
 are not asserted (they are read from the published benchmark, not unit-tested); what is checked
 is that each measurement produced numbers, and that the counts that do not depend on the
 machine's speed have their values: each deployment's four children applied once, no write while
-idle and none on restart (Lease renewals apart), the write targets met.
+idle and none on restart (Lease renewals apart), the write targets met; the growth rows are the
+batches' figures, the versions are those installed, and the plots render from the run's JSON.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -19,7 +21,12 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-SECTIONS = ("machine", "config", "convergence", "floor", "api", "footprint", "restart", "planner")
+SECTIONS = (
+    "machine", "config", "versions", "convergence", "floor", "api", "footprint", "restart",
+    "planner", "growth",
+)  # fmt: skip
+sys.path.insert(0, str(ROOT / "hack"))
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def run_tiny(tmp_path: Path, *extra: str) -> dict[str, Any]:
@@ -75,12 +82,99 @@ def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path)
     assert footprint["rss_mib_converged"] > 0
     assert footprint["cpu_s_to_converge"] > 0
     restart = results["restart"]
-    assert restart["deployments"] == 3
+    assert restart["deployments"] == 6  # idle and restart at the largest tiny size
     assert restart["resync_s"] > 0
     assert restart["writes"] == 0  # a restarted operator finds everything as it left it
     assert results["planner"]["plans_per_second"] > 0
     assert all(t["measured"] is not None for t in results["targets"]), results["targets"]
-    met = {t["target"]: t["met"] for t in results["targets"]}
-    assert met["writes during idle (Lease renewals apart)"] is True
-    assert met["writes on restart (Lease apart)"] is True
+    targets = {t["target"]: t for t in results["targets"]}
+    assert len(targets) == 8  # the issue's table; RSS once (idle at the largest size)
+    assert all(t["met"] in (True, False) for t in targets.values())
+    assert targets["writes when idle (Lease apart)"]["met"] is True
+    assert targets["restart resync at 6"]["measured"].endswith(" s, 0 writes")
+    idle_api = targets["idle API requests/s at 6 (Lease, watches apart)"]
+    assert (
+        idle_api["measured"]
+        == results["api"]["idle"]["operator"]["other_than_lease_and_watch_per_second"]
+    )
     assert "status_changes" in restart
+    check_growth(results)
+    check_idle_server_side(results)
+    check_versions(results)
+    check_plots(results, tmp_path)
+
+
+def check_growth(results: dict[str, Any]) -> None:
+    growth = results["growth"]
+    assert growth["sizes"] == [3, 6]
+    for size in ("3", "6"):
+        row, batch = growth["by_size"][size], results["convergence"]["batches"][size]
+        assert row["converged_wall_s"] == batch["converged_wall_s"] > 0
+        assert (
+            row["floor_converged_wall_s"] == results["floor"]["batches"][size]["converged_wall_s"]
+        )
+        assert row["operator_cpu_s_per_deployment"] == round(
+            batch["operator_cpu_s_to_converge"] / int(size), 4
+        )
+        assert row["writes_per_deployment"] >= 4  # four children each, plus the status
+        assert row["operator_rss_mib"] == batch["operator_rss_mib"] > 0
+    per = [growth["by_size"][s]["operator_cpu_s_per_deployment"] for s in ("3", "6")]
+    expected = round(per[1] / per[0], 2) if per[0] else None  # 0.0 s: under a clock tick
+    assert growth["cpu_per_deployment_ratio"] == expected
+    assert growth["operator_cpu_fit"] is not None
+
+
+def check_idle_server_side(results: dict[str, Any]) -> None:
+    idle = results["api"]["idle"]
+    # The operator's own requests, counted by the fault proxy: besides its Lease and watches,
+    # reads at most (one run in three showed one: a watch's re-list, or a read, in 2 s; the
+    # target of 0 per second is measured over minutes, not asserted here).
+    operator = idle["operator"]
+    assert all(k.split(" ")[0] in ("get", "list") for k in operator["other_than_lease_and_watch"])
+    assert operator["other_than_lease_and_watch_per_second"] == pytest.approx(
+        sum(operator["other_than_lease_and_watch"].values()) / idle["whole_window_seconds"],
+        abs=0.05,
+    ), operator
+    # kube-apiserver's counter, every client: rows "VERB resource" with the counts that moved.
+    every = idle["apiserver_all_clients"]
+    assert "all clients" in every["source"]
+    assert all(count > 0 and " " in key for key, count in every["counts"].items())
+    assert set(every["other_than_lease_and_watch"]) <= set(every["counts"])
+    samples = results["footprint"]["idle_cpu_samples"]
+    assert len(samples) >= 3  # 2 s sampled every 0.5 s
+    times = [s["t_s"] for s in samples]
+    assert times == sorted(times)
+    assert times[-1] == pytest.approx(results["footprint"]["idle_rss_seconds"], abs=0.6)
+    assert all(0 <= s["cpu_percent"] <= 100 * results["machine"]["nproc"] for s in samples)
+
+
+def check_versions(results: dict[str, Any]) -> None:
+    versions = results["versions"]
+    assert versions["kube_apiserver"].startswith("v1.")
+    assert versions["etcd"].startswith("etcd Version: 3.")
+    assert "stand-in" in versions["vllm_stand_in"]
+    assert versions["kopf"] == importlib.metadata.version("kopf")
+    assert versions["python"] == results["machine"]["python"]
+    assert versions["commit"] == results["machine"]["commit"]
+
+
+def check_plots(results: dict[str, Any], tmp_path: Path) -> None:
+    from opbench import plots  # hack/ is on the path (above)
+
+    data = plots.series(results)
+    rows = results["growth"]["by_size"]
+    assert data["operator_converged_wall_s"] == [
+        (float(n), rows[str(n)]["converged_wall_s"]) for n in (3, 6)
+    ]
+    assert data["floor_converged_wall_s"] == [
+        (float(n), rows[str(n)]["floor_converged_wall_s"]) for n in (3, 6)
+    ]
+    assert [y for _, y in data["idle_cpu_percent"]] == [
+        s["cpu_percent"] for s in results["footprint"]["idle_cpu_samples"]
+    ]
+    written = plots.render([("tiny", results)], tmp_path / "plots")
+    assert sorted(p.name for p in written) == sorted(plots.PLOTS)
+    for path in written:
+        body = path.read_bytes()
+        assert body.startswith(PNG_MAGIC), path
+        assert len(body) > 1000, path

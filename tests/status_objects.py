@@ -108,4 +108,29 @@ def full_status() -> dict[str, Any]:
             checked_at="2026-12-02T10:00:00Z",
         ),
     )
-    return status.to_wire()
+    wire = status.to_wire()
+    # The start-up record and the adapters each pod serves (docs/startup.md, LoRA).
+    wire["startup"] = {
+        "phase": "Loading",
+        "pod": "super-vl-bf16-1",
+        "since": "2026-12-02T10:00:00Z",
+        "predicted": {
+            "downloadSeconds": 632,
+            "loadSeconds": 632,
+            "compileSeconds": 180,
+            "totalSeconds": 1444,
+        },
+        "lastObserved": {
+            "pod": "super-vl-bf16-0",
+            "readyAt": "2026-12-02T09:40:00Z",
+            "totalSeconds": 1300.5,
+            "schedulingSeconds": 2.0,
+            "downloadingSeconds": 600.0,
+            "loadingSeconds": 690.5,
+            "verifyingSeconds": 8.0,
+        },
+    }
+    wire["adapters"] = [
+        {"pod": "super-vl-bf16-0", "adapters": ["law"], "message": "sql: 400 No adapter found"}
+    ]
+    return wire

@@ -77,6 +77,38 @@ def raw_bases() -> list[dict[str, Any]]:
     custom["spec"]["model"]["architecture"].update(
         moeIntermediateSize=2688, moeSharedExpertIntermediateSize=5376, moeLatentSize=1024
     )
+    # Reached by no example base: networkPolicy, a canary, scale to zero (karpenter); DRA and
+    # LoRA (custom).
+    karpenter["spec"]["networkPolicy"] = {"enabled": True, "apiFromNamespaces": ["clients"]}
+    karpenter["spec"]["rollout"]["canary"] = {"replicas": 1}
+    karpenter["spec"]["autoscaling"].update(minReplicas=0, idleSeconds=900)
+    custom["spec"].setdefault("capacity", {})["gpu"] = {
+        "allocation": "DRA",
+        "deviceClassName": "gpu.nvidia.com",
+    }
+    custom["spec"]["engine"]["lora"] = {
+        "maxLoras": 2,
+        "maxLoraRank": 16,
+        "maxCpuLoras": 4,
+        "runtimeUpdates": True,
+    }
+    custom["spec"]["adapters"] = [
+        {
+            "name": "law",
+            "rank": 8,
+            "source": {
+                "huggingFace": {
+                    "id": "example-org/law-lora",
+                    "tokenSecretRef": {"name": "hf-token", "key": "token"},
+                }
+            },
+        },
+    ]
+    # The probes look at a list's first item: each source kind leads one base.
+    karpenter["spec"]["engine"]["lora"] = {"maxLoras": 1, "maxLoraRank": 16}
+    karpenter["spec"]["adapters"] = [
+        {"name": "sql", "rank": 16, "source": {"pvc": {"claimName": "adapters", "path": "/sql"}}}
+    ]
     custom["spec"]["scheduling"] = {
         "tolerations": [
             {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}

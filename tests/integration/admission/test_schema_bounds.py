@@ -157,6 +157,11 @@ def _violation(probe: Probe, current: Any, where: str) -> tuple[Any, str, str]:
         return value, "FieldValueInvalid", message
     if kind == "enum":
         allowed = ", ".join(_go(v) for v in s["enum"])
+        if s.get("type") == "integer":  # a number of the right type outside the choices
+            choice = next(n for n in range(2, 10**6) if n not in s["enum"])
+            allowed = ", ".join(f'"{v}"' for v in s["enum"])  # kube-apiserver quotes them
+            message = f"Unsupported value: {choice}: supported values: {allowed}"
+            return choice, "FieldValueNotSupported", message
         message = f'Unsupported value: "not-a-valid-choice": supported values: {allowed}'
         return "not-a-valid-choice", "FieldValueNotSupported", message
     if kind == "maxItems":

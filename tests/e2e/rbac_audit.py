@@ -20,6 +20,15 @@ _OBSOLETE_CHILD = (
 )
 _SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the example has none"
 _NETWORK_POLICY = "spec.networkPolicy (opt-in); the example has none"
+_STORE_MISS = (
+    "a reconcile reads its NemotronDeployment from the store kopf's watch fills and GETs it only "
+    "when the store does not have it yet (controller/deployment_store.py): whether that happens "
+    "in this flow depends on timing"
+)
+# Grants the flow uses or not depending on timing: neither required nor refused by the audit.
+SOMETIMES_USED: dict[Grant, str] = {
+    ("serving.nemotron.io", "nemotrondeployments", "get"): _STORE_MISS,
+}
 UNUSED_GRANTS: dict[Grant, str] = {
     ("apps", "statefulsets", "create"): _SSA_CREATE,
     ("", "services", "create"): _SSA_CREATE,

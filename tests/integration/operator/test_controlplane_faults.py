@@ -210,9 +210,14 @@ def test_a_lost_gpu_node_degrades_the_deployment_naming_it_and_it_recovers(
     # Capacity recomputed without the lost node: its GPUs are no longer counted free.
     capacity = condition(cluster, "CapacityAvailable")["message"]
     assert capacity != capacity_before, capacity
-    # No write storm while it waits: over 5 resync periods, nothing but the Lease.
+    # No write storm while it waits: over 15 resync periods at most one late state change (seen
+    # 7 s after Degraded: the scrape timer finding the pod unreachable), over the next 10 nothing
+    # but the Lease.
     mark = operator_process.mark()
-    operator_process.wait_reconciles(5, seconds=30)
+    operator_process.wait_reconciles(15, seconds=60)
+    assert len(operator_process.writes(mark)) <= 1, operator_process.writes(mark)
+    mark = operator_process.mark()
+    operator_process.wait_reconciles(10, seconds=40)
     assert operator_process.writes(mark) == []
     cluster.call(lambda c: c.nodes.resume_heartbeat(node) if c.nodes else None)
     back = time.monotonic()

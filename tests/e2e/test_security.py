@@ -190,8 +190,9 @@ def scraper_token(cluster: E2ECluster) -> str:
 
 
 def test_metrics_answer_only_callers_rbac_allows(secured: E2ECluster) -> None:
-    if secured.kind:
-        pytest.skip("the review count reads the simulated control plane's audit log")
+    # The answers are checked everywhere; the count of reviews needs kube-apiserver's audit log,
+    # which the suite reads on the simulated control plane only (not kind's).
+    audited = secured.audit is not None
     (monitor,) = secured.kubectl_json("get", "servicemonitors", "-n", OPERATOR_NAMESPACE)["items"]
     credentials = monitor["spec"]["endpoints"][0]["authorization"]["credentials"]
     assert credentials == {"name": f"{RELEASE}-metrics-scraper-token", "key": "token"}
@@ -203,7 +204,7 @@ def test_metrics_answer_only_callers_rbac_allows(secured: E2ECluster) -> None:
     ).stdout.strip()
     intruder = secured.kubectl("create", "token", "intruder", "-n", "default").stdout.strip()
     with secured.reach(METRICS_URL) as url:
-        before = len(review_calls(secured))
+        before = len(review_calls(secured)) if audited else 0
         assert fetch(url, None) == 401
         assert fetch(url, "not-a-token") == 401
         assert fetch(url, intruder) == 403
@@ -216,7 +217,9 @@ def test_metrics_answer_only_callers_rbac_allows(secured: E2ECluster) -> None:
         assert statuses == [200] * 20
         # Each caller asked once: a TokenReview for each of the four that sent a token, a
         # SubjectAccessReview for each of the three kube-apiserver authenticated.
-        calls = review_calls(secured)[before:]
+        calls = review_calls(secured)[before:] if audited else []
+    if not audited:
+        return
     counts = {r: sum(1 for e in calls if e.resource == r) for r in REVIEWS}
     print(f"\nFIGURE /metrics reviews: {counts} for 5 callers and 24 requests; 20 scrapes with "
           f"one token in {elapsed:.2f} s")  # fmt: skip

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, Plan
-from nemotron_operator.render import adapters, dra, storage
+from nemotron_operator.render import adapters, dra, object_store, storage
 from nemotron_operator.render import names as n
 from nemotron_operator.render.checks import GPU_PRODUCT_LABEL
 from nemotron_operator.render.engine import (
@@ -131,6 +131,7 @@ def _env(
         # Weights are local; the server needs no network access to the Hub.
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     env.append({"name": "VLLM_NO_USAGE_STATS", "value": "1"})
+    env += object_store.container_env(deployment)
     env += lora
     if settings.long_context:
         # maxModelLen exceeds config.json's max_position_embeddings but not the trained context.
@@ -163,8 +164,10 @@ def _volumes(deployment: NemotronDeployment, names: Names, gpus: int) -> list[di
 
 
 def _mounts(deployment: NemotronDeployment) -> list[dict[str, Any]]:
-    mounts: list[dict[str, Any]] = [
-        {"name": storage.WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT, "readOnly": True},
+    mounts: list[dict[str, Any]] = []
+    if storage.has_weights_volume(deployment):
+        mounts.append({"name": storage.WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT, "readOnly": True})
+    mounts += [
         {"name": "dshm", "mountPath": SHM_MOUNT},
         {"name": "scratch", "mountPath": SCRATCH_MOUNT},
     ]

@@ -72,10 +72,9 @@ def test_multi_gpu_logs_held_out_verdicts(point: LogPoint) -> None:
 
 
 def test_the_multi_gpu_reserve_is_not_above_what_the_lora_log_held() -> None:
-    """Ultra BF16 on 8×B200 is the one multi-GPU log with a pool, and it serves LoRA adapters
-    whose buffers the planner does not model; so its numbers bound the reserve from one side
-    only: everything vLLM held besides weights and cache (25.4 GiB per GPU, LoRA included) must
-    be at least the planner's reserve."""
+    """Ultra BF16 on 8×B200 is the one multi-GPU log with a pool; planned without its LoRA
+    settings, everything vLLM held besides weights and cache (25.4 GiB per GPU, LoRA included)
+    must be at least the planner's reserve (the comparison with them is the test below)."""
     point = next(p for p in POINTS if p.tensor_parallel == 8 and p.kv_gib is not None)
     memory = memory_of(point)
     assert point.kv_gib is not None

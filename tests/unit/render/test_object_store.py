@@ -1,0 +1,126 @@
+"""Weights streamed from an object store (render/object_store.py): the load flags, the
+credentials and endpoint variables, and what a streamed pod does without (no weights volume, no
+download, no compile-cache mount)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from nemotron_operator.render import object_store
+from tests.unit.render.fakes import flag_value, make_deployment, pod_spec, render, vllm
+
+SECRET = "bucket-keys"
+S3 = {"uri": "s3://models/nvidia/super", "credentialsSecretRef": {"name": SECRET}}
+GS = {"uri": "gs://models/nvidia/super", "credentialsSecretRef": {"name": SECRET}}
+MINIO = "http://minio.storage.svc:9000"
+ENDPOINT_VARIABLES = (
+    "AWS_ENDPOINT_URL",
+    "RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING",
+    "AWS_EC2_METADATA_DISABLED",
+)
+
+
+def streamed(source: dict[str, Any]) -> dict[str, Any]:
+    return {"model": {"source": {"objectStore": source}}}
+
+
+def variables(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in vllm(objects)["env"]}
+
+
+def test_the_bucket_uri_is_the_model_with_the_streamer_load_format() -> None:
+    args = vllm(render(streamed(S3)))["args"]
+    assert args[0] == "s3://models/nvidia/super"
+    assert flag_value(args, "--load-format") == "runai_streamer"
+    assert "--model-loader-extra-config" not in args  # no concurrency: the streamer's default
+
+
+@pytest.mark.parametrize("concurrency", [1, 16, 1024])
+def test_concurrency_goes_to_the_loaders_extra_config(concurrency: int) -> None:
+    args = vllm(render(streamed(S3 | {"concurrency": concurrency})))["args"]
+    extra = flag_value(args, "--model-loader-extra-config")
+    assert extra is not None
+    assert json.loads(extra) == {"concurrency": concurrency}
+    assert " " not in extra  # one compact token, as the golden manifests hold it
+
+
+def test_other_sources_get_no_streamer_flags_or_variables() -> None:
+    for spec in ({}, {"model": {"source": {"pvc": {"claimName": "weights"}}}}):
+        deployment = make_deployment(spec)
+        assert not object_store.streams(deployment)
+        assert object_store.load_args(deployment) == []
+        assert object_store.container_env(deployment) == []
+        names = set(variables(render(spec)))
+        assert not names & {"AWS_ACCESS_KEY_ID", *ENDPOINT_VARIABLES}
+
+
+def test_credentials_come_from_the_secret_by_reference_only() -> None:
+    env = variables(render(streamed(S3)))
+    for key, optional in (
+        ("AWS_ACCESS_KEY_ID", False),
+        ("AWS_SECRET_ACCESS_KEY", False),
+        ("AWS_SESSION_TOKEN", True),
+    ):
+        assert "value" not in env[key]  # never a literal: the kubelet resolves it
+        reference = env[key]["valueFrom"]["secretKeyRef"]
+        assert reference["name"] == SECRET
+        assert reference["key"] == key
+        assert reference.get("optional", False) is optional
+
+
+# (source, AWS_ENDPOINT_URL or None, RUNAI_STREAMER_OVERRIDE_OBJ_PLUGIN or None)
+ENDPOINTS = [
+    pytest.param(S3, None, None, id="s3-aws"),
+    pytest.param(S3 | {"endpoint": MINIO}, MINIO, None, id="s3-compatible"),
+    pytest.param(GS, "https://storage.googleapis.com", "s3", id="gs-hmac"),
+    pytest.param(GS | {"endpoint": MINIO}, MINIO, "s3", id="gs-own-endpoint"),
+]
+
+
+@pytest.mark.parametrize(("source", "url", "plugin"), ENDPOINTS)
+def test_endpoint_and_backend_by_scheme(
+    source: dict[str, Any], url: str | None, plugin: str | None
+) -> None:
+    env = variables(render(streamed(source)))
+    parsed = make_deployment(streamed(source)).spec.model.source.object_store
+    assert parsed is not None
+    assert object_store.endpoint(parsed) == url
+    if url is None:
+        assert not set(ENDPOINT_VARIABLES) & set(env)
+    else:
+        assert env["AWS_ENDPOINT_URL"]["value"] == url
+        assert env["RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING"]["value"] == "0"
+        assert env["AWS_EC2_METADATA_DISABLED"]["value"] == "true"
+    if plugin is None:
+        assert "RUNAI_STREAMER_OVERRIDE_OBJ_PLUGIN" not in env
+    else:
+        assert env["RUNAI_STREAMER_OVERRIDE_OBJ_PLUGIN"]["value"] == plugin
+
+
+def test_a_streamed_pod_has_no_weights_volume_download_or_compile_cache() -> None:
+    objects = render(streamed(S3))
+    spec = pod_spec(objects)
+    assert "initContainers" not in spec
+    assert {v["name"] for v in spec["volumes"]}.isdisjoint({"weights"})
+    mounts = {m["mountPath"] for m in vllm(objects)["volumeMounts"]}
+    assert "/models" not in mounts
+    assert not any("compile" in path for path in mounts)
+    env = variables(objects)
+    assert "VLLM_CACHE_ROOT" not in env
+    assert "TRITON_CACHE_DIR" not in env
+    kinds = {o["kind"] for o in objects}
+    assert "PersistentVolumeClaim" not in kinds
+    statefulset = next(o for o in objects if o["kind"] == "StatefulSet")
+    assert "volumeClaimTemplates" not in statefulset["spec"]
+
+
+def test_a_hugging_face_pod_keeps_its_volume_and_compile_cache() -> None:
+    """The contrast that makes the test above able to fail."""
+    objects = render({})
+    assert "initContainers" in pod_spec(objects)
+    mounts = {m["mountPath"] for m in vllm(objects)["volumeMounts"]}
+    assert {"/models", "/compile-cache"} <= mounts
+    assert "VLLM_CACHE_ROOT" in variables(objects)

@@ -191,7 +191,8 @@ def _model(
 # Flags spec.model.source.objectStore sets; in extraArgs they would contradict it.
 STREAMER_FLAGS = {
     "--load-format": "spec.model.source.objectStore",
-    "--model-loader-extra-config": "spec.model.source.objectStore.concurrency",
+    "--model-loader-extra-config": "spec.model.source.objectStore (concurrency and the "
+    "streamer's CPU buffer)",
 }
 
 

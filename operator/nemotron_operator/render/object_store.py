@@ -11,11 +11,18 @@ from ``AWS_ENDPOINT_URL`` with ``RUNAI_STREAMER_S3_USE_VIRTUAL_ADDRESSING=0`` an
 ``AWS_EC2_METADATA_DISABLED=true``; a GCS bucket through its S3-compatible XML API with an HMAC
 key (run-ai/runai-model-streamer docs/src/usage.md and env-vars.md). docs/startup.md has the
 sources and the trade-offs.
+
+The streamer's CPU buffer is bounded here and counted in the pod's memory request: vLLM's loader
+streams the whole checkpoint in every worker process (one per GPU) unless ``distributed`` is set,
+and each process reads it into a CPU buffer of min(``memory_limit``, checkpoint bytes) — 40 GB
+by default (runai_model_streamer/file_streamer/requests_iterator.py ``DEFAULT_MEMORY_LIMIT_STRING``
+and ``with_memory_cap``; docs/src/usage.md "CPU Memory Capping"). docs/rendering.md has the rule.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, ObjectStoreSource
@@ -28,6 +35,15 @@ SESSION_TOKEN = "AWS_SESSION_TOKEN"  # noqa: S105 - a variable name, not a secre
 # GCS's S3-compatible endpoint for HMAC keys (cloud.google.com/storage/docs/interoperability).
 GCS_ENDPOINT = "https://storage.googleapis.com"
 
+GIB = 1024**3
+# memory_limit of each worker's CPU buffer. The streamer refuses a limit below the largest tensor
+# ("Memory limit supplied: N cannot be smaller than: M"); in these checkpoints that is the input
+# embedding or the LM head, vocab × hidden in BF16: 1 GiB for Super (131072 × 4096), 2 GiB for
+# Ultra (131072 × 8192). 4 GiB is twice the largest, and a 10th of the streamer's 40 GB default.
+# The buffer is reused between batches of at most this many bytes (usage.md, "Limited").
+BUFFER_BYTES = 4 * GIB
+EMBEDDING_BYTES_PER_PARAMETER = 2  # BF16: embeddings stay BF16 in the FP8 and NVFP4 checkpoints
+
 
 def source_of(deployment: NemotronDeployment) -> ObjectStoreSource | None:
     return deployment.spec.model.source.object_store
@@ -38,16 +54,37 @@ def streams(deployment: NemotronDeployment) -> bool:
     return source_of(deployment) is not None
 
 
+def buffer_bytes(deployment: NemotronDeployment) -> int:
+    """The CPU buffer each worker process may use (``memory_limit``): BUFFER_BYTES, or for a
+    model outside the catalog whose embedding matrix is larger, that matrix rounded up to a GiB."""
+    architecture = deployment.spec.model.architecture
+    largest = 0
+    if architecture is not None:
+        embedding = architecture.vocab_size * architecture.hidden_size
+        largest = embedding * EMBEDDING_BYTES_PER_PARAMETER
+    return max(BUFFER_BYTES, math.ceil(largest / GIB) * GIB)
+
+
+def memory_request_bytes(deployment: NemotronDeployment, *, gpus: int, weight_bytes: int) -> int:
+    """What streaming adds to a pod's memory: one buffer per worker process (one per GPU), each
+    no larger than the checkpoint (the streamer allocates min(memory_limit, bytes to read))."""
+    if not streams(deployment):
+        return 0
+    return gpus * min(buffer_bytes(deployment), weight_bytes)
+
+
 def load_args(deployment: NemotronDeployment) -> list[str]:
-    """``--load-format runai_streamer`` and, with a concurrency, the loader's extra config."""
+    """``--load-format runai_streamer`` and the loader's extra config: the concurrency when set,
+    and always the bounded CPU buffer."""
     source = source_of(deployment)
     if source is None:
         return []
-    args = ["--load-format", LOAD_FORMAT]
+    extra: dict[str, int] = {}
     if source.concurrency is not None:
-        extra = json.dumps({"concurrency": source.concurrency}, separators=(",", ":"))
-        args += ["--model-loader-extra-config", extra]
-    return args
+        extra["concurrency"] = source.concurrency
+    extra["memory_limit"] = buffer_bytes(deployment)
+    config = json.dumps(extra, separators=(",", ":"))
+    return ["--load-format", LOAD_FORMAT, "--model-loader-extra-config", config]
 
 
 def _from_secret(variable: str, secret: str, *, optional: bool = False) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Sizing rules (documented with their reasons in docs/rendering.md):
 - startup probe budget = 600 s of engine warm-up + weight bytes ÷ 100 MB/s;
 - /dev/shm = 4 GiB per GPU, at least 8 GiB, at most 64 GiB, memory-backed, explicit limit;
-- CPU request = 2 + 2 per GPU; memory request = 16 GiB + 8 GiB per GPU + the /dev/shm size.
+- CPU request = 2 + 2 per GPU; memory request = 16 GiB + 8 GiB per GPU + the /dev/shm size,
+  plus, for weights streamed from an object store, the streamer's CPU buffer per GPU.
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ def shm_gib(gpus: int) -> int:
     return min(SHM_MAX_GIB, max(SHM_MIN_GIB, SHM_PER_GPU_GIB * gpus))
 
 
-def resources(gpus: int) -> dict[str, Any]:
+def resources(gpus: int, stream_buffers_bytes: int = 0) -> dict[str, Any]:
+    """``stream_buffers_bytes``: the Run:ai streamer's CPU buffers of all the pod's workers
+    (render/object_store.py ``memory_request_bytes``), rounded up to a GiB."""
     memory = MEMORY_BASE_GIB + MEMORY_PER_GPU_GIB * gpus + shm_gib(gpus)
+    memory += math.ceil(stream_buffers_bytes / GIB)
     return {
         # No CPU or memory limit: loading streams the checkpoint through the page cache, and a
         # limit would turn a slow load into an OOM kill after a long download.
@@ -204,7 +208,10 @@ def build_vllm_container(
         "command": ["vllm", "serve"],
         "args": serve_args(deployment, plan, settings, distributed),
         "env": _env(deployment, settings, distributed),
-        "resources": resources(gpus),
+        "resources": resources(
+            gpus,
+            object_store.memory_request_bytes(deployment, gpus=gpus, weight_bytes=weight_bytes),
+        ),
         "securityContext": container_security_context(),
         "volumeMounts": _mounts(deployment),
     }

@@ -80,7 +80,12 @@ def test_streamed_weights_wait_for_the_secret_then_serve_without_a_download(
     args = template["containers"][0]["args"]
     assert args[0] == URI
     assert args[args.index("--load-format") + 1] == "runai_streamer"
-    assert args[args.index("--model-loader-extra-config") + 1] == '{"concurrency":16}'
+    extra = '{"concurrency":16,"memory_limit":4294967296}'  # a 4 GiB CPU buffer per worker
+    assert args[args.index("--model-loader-extra-config") + 1] == extra
+    gpus = int(template["containers"][0]["resources"]["limits"]["nvidia.com/gpu"])
+    # 16 GiB + 8 GiB per GPU + /dev/shm (8 GiB at least), and the streamer's 4 GiB per GPU.
+    memory = 16 + 8 * gpus + max(8, 4 * gpus) + 4 * gpus
+    assert template["containers"][0]["resources"]["requests"]["memory"] == f"{memory}Gi"
     startup = status(cluster)["startup"]
     # 63.2 GB of Nano BF16 weights: no download, streamed at the prediction's 1 GB/s.
     assert startup["predicted"]["downloadSeconds"] == 0

@@ -9,8 +9,16 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.render import object_store
-from tests.unit.render.fakes import flag_value, make_deployment, pod_spec, render, vllm
+from nemotron_operator.render import RenderError, object_store
+from tests.unit.render.fakes import (
+    GIB,
+    flag_value,
+    make_deployment,
+    make_plan,
+    pod_spec,
+    render,
+    vllm,
+)
 
 SECRET = "bucket-keys"
 S3 = {"uri": "s3://models/nvidia/super", "credentialsSecretRef": {"name": SECRET}}
@@ -35,7 +43,10 @@ def test_the_bucket_uri_is_the_model_with_the_streamer_load_format() -> None:
     args = vllm(render(streamed(S3)))["args"]
     assert args[0] == "s3://models/nvidia/super"
     assert flag_value(args, "--load-format") == "runai_streamer"
-    assert "--model-loader-extra-config" not in args  # no concurrency: the streamer's default
+    extra = flag_value(args, "--model-loader-extra-config")
+    assert extra is not None
+    # No concurrency: the streamer's default; the CPU buffer is always bounded.
+    assert json.loads(extra) == {"memory_limit": 4 * GIB}
 
 
 @pytest.mark.parametrize("concurrency", [1, 16, 1024])
@@ -43,7 +54,7 @@ def test_concurrency_goes_to_the_loaders_extra_config(concurrency: int) -> None:
     args = vllm(render(streamed(S3 | {"concurrency": concurrency})))["args"]
     extra = flag_value(args, "--model-loader-extra-config")
     assert extra is not None
-    assert json.loads(extra) == {"concurrency": concurrency}
+    assert json.loads(extra) == {"concurrency": concurrency, "memory_limit": 4 * GIB}
     assert " " not in extra  # one compact token, as the golden manifests hold it
 
 
@@ -124,3 +135,103 @@ def test_a_hugging_face_pod_keeps_its_volume_and_compile_cache() -> None:
     mounts = {m["mountPath"] for m in vllm(objects)["volumeMounts"]}
     assert {"/models", "/compile-cache"} <= mounts
     assert "VLLM_CACHE_ROOT" in variables(objects)
+
+
+def memory_request_gib(objects: list[dict[str, Any]]) -> int:
+    quantity = vllm(objects)["resources"]["requests"]["memory"]
+    assert quantity.endswith("Gi")
+    return int(quantity.removesuffix("Gi"))
+
+
+# (GPUs in the pod, checkpoint bytes, GiB added to the memory request): one buffer per worker
+# process, none larger than the checkpoint.
+BUFFERS = [
+    pytest.param(4, int(231.8 * GIB), 16, id="super-tp4"),
+    pytest.param(1, int(58.9 * GIB), 4, id="nano-1-gpu"),
+    pytest.param(8, int(231.8 * GIB), 32, id="8-gpus"),
+    pytest.param(2, int(2.5 * GIB), 5, id="checkpoint-smaller-than-the-buffer"),
+]
+
+
+@pytest.mark.parametrize(("gpus", "weight_bytes", "added_gib"), BUFFERS)
+def test_streaming_adds_one_cpu_buffer_per_gpu_to_the_memory_request(
+    gpus: int, weight_bytes: int, added_gib: int
+) -> None:
+    plan = make_plan(
+        tensor_parallel=gpus,
+        gpus_per_replica=gpus,
+        total_gpus=gpus,
+        weights_total_bytes=weight_bytes,
+    )
+    downloaded = memory_request_gib(render({}, plan=plan))
+    assert memory_request_gib(render(streamed(S3), plan=plan)) == downloaded + added_gib
+    assert object_store.memory_request_bytes(
+        make_deployment(streamed(S3)), gpus=gpus, weight_bytes=weight_bytes
+    ) == gpus * min(4 * GIB, weight_bytes)
+
+
+def architecture(vocab: int, hidden: int) -> dict[str, Any]:
+    return {
+        "layerPattern": "M*M-",
+        "hiddenSize": hidden,
+        "numAttentionHeads": 32,
+        "numKeyValueHeads": 8,
+        "headDim": 128,
+        "mambaNumHeads": 64,
+        "mambaHeadDim": 64,
+        "ssmStateSize": 128,
+        "mambaNGroups": 8,
+        "vocabSize": vocab,
+        "maxPositionEmbeddings": 131072,
+        "parameters": {"routedExperts": 0, "other": 10**10},
+    }
+
+
+@pytest.mark.parametrize(
+    ("vocab", "hidden", "buffer_gib"),
+    [
+        (131072, 4096, 4),  # 1 GiB embedding: the floor
+        (131072, 8192, 4),  # 2 GiB (Ultra's): still the floor
+        (262144, 12288, 6),  # 6 GiB embedding: the buffer grows to hold it
+        (300000, 12288, 7),  # 6.87 GiB: rounded up to a whole GiB
+    ],
+)
+def test_the_buffer_holds_a_custom_architectures_embedding_matrix(
+    vocab: int, hidden: int, buffer_gib: int
+) -> None:
+    spec = streamed(S3)
+    spec["model"] |= {"id": "org/custom", "architecture": architecture(vocab, hidden)}
+    deployment = make_deployment(spec)
+    assert object_store.buffer_bytes(deployment) == buffer_gib * GIB
+    assert buffer_gib * GIB >= vocab * hidden * 2  # the streamer refuses less than the largest
+
+
+@pytest.mark.parametrize(
+    ("extra", "field", "words"),
+    [
+        ({"model": {"revision": "abc123"}}, "spec.model.revision", "remove spec.model.revision"),
+        (
+            {"storage": {"cache": {"size": "500Gi"}}},
+            "spec.storage",
+            "does not apply when weights are streamed",
+        ),
+        (
+            {"engine": {"extraArgs": ["--load-format", "safetensors"]}},
+            "spec.engine.extraArgs[0]",
+            "--load-format is set from spec.model.source.objectStore",
+        ),
+        (
+            {"engine": {"extraArgs": ["--enforce-eager", '--model-loader-extra-config={"a":1}']}},
+            "spec.engine.extraArgs[1]",
+            "streamer's CPU buffer",
+        ),
+    ],
+)
+def test_what_a_streamed_deployment_refuses(extra: dict[str, Any], field: str, words: str) -> None:
+    spec = streamed(S3)
+    for key, value in extra.items():
+        spec[key] = {**spec.get(key, {}), **value}
+    with pytest.raises(RenderError) as refused:
+        render(spec)
+    assert refused.value.field == field
+    assert words in str(refused.value)

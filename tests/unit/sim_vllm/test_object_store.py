@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import pytest
@@ -149,3 +150,39 @@ def test_the_kubelet_declares_secret_variables_without_their_values() -> None:
     }
     declared = declared_secret_env(container)
     assert declared == {"AWS_ACCESS_KEY_ID": "(from Secret keys)"}  # optional ones may be absent
+
+
+NANO_EMBEDDING = 131072 * 2688 * 2  # vocab × hidden in BF16, from the hub's config.json
+
+
+@pytest.mark.parametrize(
+    ("model", "limit", "refused"),
+    [
+        (S3, 4 * 1024**3, False),  # what the operator renders
+        (S3, NANO_EMBEDDING, False),  # exactly the largest tensor
+        (S3, NANO_EMBEDDING - 1, True),
+        (S3, 100_000_000, True),
+        (S3, -1, False),  # unlimited
+        (S3, 0, False),  # the largest tensor, by the streamer's own sizing
+        (S3, -5, True),  # not a mode: a cap below every tensor
+        ("s3://models/org/unknown-model", 1, False),  # no config.json: nothing to compare
+    ],
+)
+def test_a_cpu_buffer_smaller_than_the_largest_tensor_fails_the_load(
+    model: str, limit: int, refused: bool
+) -> None:
+    extra = json.dumps({"memory_limit": limit})
+    flags = ("--load-format", "runai_streamer", "--model-loader-extra-config", extra)
+    if refused:
+        error = start_error(model, *flags)
+        assert "RunaiStreamerMemoryLimitException" in error
+        assert f"cannot be smaller than: {NANO_EMBEDDING}" in error
+    else:
+        check(model, *flags)
+
+
+def test_the_largest_tensor_comes_from_the_checkpoints_config() -> None:
+    assert object_store.largest_tensor_bytes(S3) == NANO_EMBEDDING
+    ultra = "s3://models/nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"
+    assert object_store.largest_tensor_bytes(ultra) == 131072 * 8192 * 2  # 2 GiB, under 4 GiB
+    assert object_store.largest_tensor_bytes("s3://models/org/unknown-model") is None

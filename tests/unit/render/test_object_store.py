@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nemotron_operator.render import RenderError, object_store
+from nemotron_operator.render.output import plan_header
 from tests.unit.render.fakes import (
     GIB,
     flag_value,
@@ -235,3 +236,13 @@ def test_what_a_streamed_deployment_refuses(extra: dict[str, Any], field: str, w
         render(spec)
     assert refused.value.field == field
     assert words in str(refused.value)
+
+
+def test_the_plan_header_shows_the_buffers_in_the_memory_request() -> None:
+    plan = make_plan(weights_total_bytes=int(2.5 * GIB))  # 4 GPUs, a checkpoint under 4 GiB
+    header = plan_header(make_deployment(streamed(S3)), plan)
+    assert (
+        "# Streamed from s3://models/nvidia/super: CPU buffer 4.0 GiB (memory_limit) x 4 "
+        "worker(s) per pod, no larger than the checkpoint: memory request + 10.0 GiB\n"
+    ) in header
+    assert "Streamed from" not in plan_header(make_deployment({}), plan)

@@ -80,7 +80,8 @@ def test_without_runtime_updates_the_adapters_are_lora_modules() -> None:
     start = args.index("--lora-modules")
     modules = [vllm_lora.parse_lora_module(v) for v in args[start + 1 : start + 3]]
     assert modules == [
-        vllm_lora.LoraModule("sql", "org/sql-lora", "chat"),
+        # Fetched by the download step (test_adapter_downloads.py), loaded from the cache.
+        vllm_lora.LoraModule("sql", "/adapter-cache/fetched/org--sql-lora/main", "chat"),
         vllm_lora.LoraModule("law", "/adapters/adapter-loras/law/v2", "chat"),
     ]
     assert annotation(objects) is None

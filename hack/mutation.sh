@@ -51,9 +51,11 @@ fi
 # The unit tier only: pure functions, fast, no processes. Goldens excluded on request, to see what
 # the behavioural tests alone kill (a regenerated golden approves whatever the code now does).
 # Tests that start a subprocess run the installed, unmutated package and cannot kill a mutant;
-# the simulator's and the telemetry's tests do not reach the core.
+# the simulator's, the telemetry's and the benchmark helpers' tests (hack/opbench, not copied)
+# do not reach the core.
 tests=(tests/unit --ignore=tests/unit/test_cli.py --ignore=tests/unit/test_crd_generation.py
-  --ignore=tests/unit/sim_cluster --ignore=tests/unit/sim_vllm --ignore=tests/unit/telemetry)
+  --ignore=tests/unit/sim_cluster --ignore=tests/unit/sim_vllm --ignore=tests/unit/telemetry
+  --ignore=tests/unit/bench)
 deselect=()
 if [ "$mode" = "--no-golden" ]; then
   deselect=(--ignore=tests/unit/render/test_golden.py --ignore=tests/unit/sizing/test_golden.py)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import pytest
 
+from nemotron_operator.api import EngineSpec
+from nemotron_operator.catalog import lookup_model
 from nemotron_operator.catalog.gpus import GIB
+from nemotron_operator.sizing import Layout, evaluate, resolve_settings
 from nemotron_operator.sizing.reserve import CUDA_GRAPHS_BYTES, PROFILE_BASE_BYTES
 
 from .calibration_fit import Fit, fit, pool_error
@@ -69,13 +72,40 @@ def test_multi_gpu_logs_held_out_verdicts(point: LogPoint) -> None:
 
 
 def test_the_multi_gpu_reserve_is_not_above_what_the_lora_log_held() -> None:
-    """Ultra BF16 on 8×B200 is the one multi-GPU log with a pool, and it serves LoRA adapters
-    whose buffers the planner does not model; so its numbers bound the reserve from one side
-    only: everything vLLM held besides weights and cache (25.4 GiB per GPU, LoRA included) must
-    be at least the planner's reserve."""
+    """Ultra BF16 on 8×B200 is the one multi-GPU log with a pool; planned without its LoRA
+    settings, everything vLLM held besides weights and cache (25.4 GiB per GPU, LoRA included)
+    must be at least the planner's reserve (the comparison with them is the test below)."""
     point = next(p for p in POINTS if p.tensor_parallel == 8 and p.kv_gib is not None)
     memory = memory_of(point)
     assert point.kv_gib is not None
     held = memory.binding.usable_bytes - memory.binding.weights_bytes - point.kv_gib * GIB
     assert memory.binding.reserve_bytes <= held
     assert held / GIB == pytest.approx(25.36, abs=0.01)
+
+
+# Point 10's log, section 2 and §5: the LoRA settings of its launch (max_loras 1, rank 64, no
+# --enable-expert-parallel) and the pool the same launch printed with PIECEWISE-only graphs.
+POINT_10_LORA = {"maxLoras": 1, "maxLoraRank": 64}
+POINT_10_PIECEWISE_KV_GIB = 11.07
+
+
+def test_multi_gpu_held_out_pool_error_of_the_lora_log() -> None:
+    """Ultra BF16 on 8×B200 TP8 with its LoRA buffers modelled (docs/sizing.md §9, §11): held
+    out, since the code's constants are the fit on the two one-GPU logs. The planner's pool is
+    +35 % (2.97 GiB per GPU) above the logged 8.49 GiB — outside ±5 %, pinned here so the figure in
+    the docs moves with the code — and within 5 % of the same launch's PIECEWISE-only pool: the
+    difference is the LoRA-specialized FULL decode graphs, which the fitted terms do not scale
+    to."""
+    point = next(p for p in MULTI_GPU if p.kv_gib is not None)
+    assert point not in FIT_POINTS
+    assert point.kv_gib is not None
+    model = lookup_model(point.model_id)
+    assert model is not None
+    engine = EngineSpec.model_validate({**point.engine, "lora": POINT_10_LORA})
+    layout = Layout(point.tensor_parallel, 1, False)
+    binding = evaluate(model, point.gpu, layout, resolve_settings(engine, model)).binding
+    pool_gib = (binding.usable_bytes - binding.weights_bytes - binding.reserve_bytes) / GIB
+    error = pool_gib / point.kv_gib - 1
+    assert error == pytest.approx(0.35, abs=0.01)
+    assert 0 < pool_gib - point.kv_gib < 3.1  # optimistic, by less than the unmodelled graphs
+    assert abs(pool_gib / POINT_10_PIECEWISE_KV_GIB - 1) <= HELD_OUT_TOLERANCE

@@ -37,6 +37,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.api.adapters import DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LORAS, AdapterSpec
 from nemotron_operator.api.errors import FieldError
+from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.render.names import WEIGHTS_VOLUME
 
 ADAPTER_CACHE_MOUNT = "/adapter-cache"
@@ -284,6 +285,51 @@ def adapter_errors(deployment: NemotronDeployment, served_name: str) -> list[Fie
                         "tokenSecretRef must name the same Secret key",
                     )
                 )
+    return errors
+
+
+# vLLM's MoE LoRA layer under expert parallelism (vllm/lora/layers/fused_moe.py
+# ``FusedMoEWithLoRA._ep_check`` and ``_verify_ep_fs``, since PR #40867): only this all2all
+# backend (vLLM's default), and no --fully-sharded-loras. docs/sizing.md §11.
+LORA_EP_ALL2ALL_BACKEND = "allgather_reducescatter"
+
+
+def expert_parallel_errors(
+    deployment: NemotronDeployment, expert_parallel: bool
+) -> list[FieldError]:
+    """What vLLM refuses at start with LoRA on a plan with expert parallelism: the extra
+    arguments ``--fully-sharded-loras`` and an ``--all2all-backend`` other than
+    ``allgather_reducescatter`` (the operator renders neither itself)."""
+    if not expert_parallel or not lora_enabled(deployment):
+        return []
+    try:
+        uses = vllm_flags.parse_args(deployment.spec.engine.extra_args)
+    except vllm_flags.FlagError:
+        return []  # reported by the extraArgs check
+    errors = []
+    undo = (
+        "or turn expert parallelism off (spec.capacity.parallelism.expert: false), or serve "
+        "without LoRA"
+    )
+    for use in uses:
+        field = f"spec.engine.extraArgs[{use.index}]"
+        if use.flag.name == "--fully-sharded-loras" and not use.negated:
+            errors.append(
+                FieldError(
+                    field,
+                    "--fully-sharded-loras with expert parallelism is refused by vLLM's MoE LoRA "
+                    f"layer (both shard along the same GPUs): remove it, {undo}",
+                )
+            )
+        if use.flag.name == "--all2all-backend" and use.value != LORA_EP_ALL2ALL_BACKEND:
+            errors.append(
+                FieldError(
+                    field,
+                    f"--all2all-backend {use.value} with LoRA and expert parallelism is refused "
+                    f"by vLLM's MoE LoRA layer, which supports only {LORA_EP_ALL2ALL_BACKEND} "
+                    f"(vLLM's default): remove it or set {LORA_EP_ALL2ALL_BACKEND}, {undo}",
+                )
+            )
     return errors
 
 

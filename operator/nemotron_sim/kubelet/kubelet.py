@@ -31,12 +31,17 @@ from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc333
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import AddressPool, can_bind
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
-from nemotron_sim.kubelet.podenv import expanded_argv, missing_secret
+from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
 from nemotron_sim.kubelet.podfiles import ApiAccess
-from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.kubelet.process_runner import RunnerSettings
-from nemotron_sim.kubelet.stand_ins import is_vllm_serve, serving_ports, stand_in_vllm
+from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, fetch_adapters, stand_in_volumes
+from nemotron_sim.kubelet.stand_ins import (
+    is_vllm_serve,
+    probe_target,
+    serving_ports,
+    stand_in_vllm,
+)
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
 from nemotron_sim.vllm.parsers import OutputFault
 from nemotron_sim.vllm.startup import CompileCaches
@@ -80,18 +85,6 @@ class KubeletSettings:
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 
-def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
-    """(port, path) the kubelet probes for readiness; None when only "started" counts."""
-    for kind in ("readinessProbe", "startupProbe"):
-        http = (container.get(kind) or {}).get("httpGet")
-        if http:
-            port = resolve_port(http.get("port"), container)
-            return None if port is None else (port, http.get("path") or "/")
-    if stub.is_worker:
-        return None
-    return (stub.config.port, "/health")
-
-
 @dataclass
 class _RunningPod:
     namespace: str
@@ -101,6 +94,7 @@ class _RunningPod:
     task: asyncio.Task[None] | None = None
     stubs: list[StubVllm] = field(default_factory=list)
     model: PodModel | None = None  # its status model, once the pod runs
+    volumes: StandInVolumes | None = None  # its emptyDir and claim directories
 
 
 class Kubelet:
@@ -188,10 +182,15 @@ class Kubelet:
         running = self._pods.pop(uid, None)
         if running is not None and running.task is not None:
             running.task.cancel()
+        if running is not None and running.volumes is not None:
+            running.volumes.remove()
 
     async def stop(self) -> None:
         await self.processes.stop()
         tasks = [r.task for r in self._pods.values() if r.task is not None]
+        for running in self._pods.values():
+            if running.volumes is not None:
+                running.volumes.remove()
         self._pods.clear()
         for task in tasks:
             task.cancel()
@@ -218,6 +217,8 @@ class Kubelet:
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
+        workdir = self.processes.workdir
+        running.volumes = stand_in_volumes(pod, workdir / "stand-in-pods", workdir / "claims")
         gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             if self.settings.programs.runs(container):
@@ -226,8 +227,8 @@ class Kubelet:
             if is_vllm_serve(argv):
                 try:
                     stubs[container["name"]] = stand_in_vllm(
-                        argv, seen, container, self.settings,
-                        gpu_product=gpu_product, caches=self.compile_caches,
+                        argv, seen, container, self.settings, gpu_product=gpu_product,
+                        caches=self.compile_caches, mounts=running.volumes.mounts(container),
                     )  # fmt: skip
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
@@ -277,6 +278,8 @@ class Kubelet:
             init.run(started)
             self._write(running, model)  # the first one also reports the pod IP
             await asyncio.sleep(self.settings.init_seconds)
+            if running.volumes is not None:  # the download step's adapters (stand_in_volumes.py)
+                fetch_adapters(container_env(pod, spec), running.volumes.mounts(spec))
             init.complete(started, now_rfc3339())
         model.phase = "Running"
         probes: list[asyncio.Task[None]] = []

@@ -11,6 +11,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nemotron_sim.kubeapi.kinds import NODES
+from nemotron_sim.kubeapi.store import ObjectStore
+from nemotron_sim.kubelet.claims import dra_gpu_product
 from nemotron_sim.kubelet.podenv import container_env, expanded_argv
 from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
 from nemotron_sim.kubelet.probes import resolve_port
@@ -132,3 +135,15 @@ def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str
     if stub.is_worker:
         return None
     return (stub.config.port, "/health")
+
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def node_gpu_product(store: ObjectStore, node_name: str | None) -> str | None:
+    """The node's GPU product (its label, or its DRA devices'): the stand-in vLLM "profiles"
+    that GPU."""
+    node = store.get(NODES, None, node_name) if node_name else None
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    product = labels.get(GPU_PRODUCT_LABEL) or (node_name and dra_gpu_product(store, node_name))
+    return str(product) if product else None

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from nemotron_operator.api.base import ApiModel, ResourceName, cel, validations
-from nemotron_operator.api.model import AbsolutePath, ModelId, SecretKeyRef
+from nemotron_operator.api.model import AbsolutePath, ModelId, Revision, SecretKeyRef
 
 # vLLM's ``MaxLoRARanks`` (vllm/config/lora.py).
 LoraRank = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]
@@ -68,10 +68,17 @@ class LoraSpec(ApiModel):
 
 
 class AdapterHuggingFace(ApiModel):
-    """An adapter repository on the Hugging Face Hub, fetched by vLLM's adapter loader into the
-    weight cache volume."""
+    """An adapter repository on the Hugging Face Hub, fetched into the weight cache volume: by
+    the download step (a pinned revision, or any adapter without runtime updates), or by vLLM's
+    own loader when added to running pods (docs/controller.md "LoRA adapters")."""
 
     id: ModelId = Field(description="Hugging Face repository id of the adapter.")
+    revision: Revision | None = Field(
+        default=None,
+        description="Branch, tag or commit of the adapter repository. Set: the pods' download "
+        "step fetches exactly this revision into the weight cache (adding or changing it rolls "
+        "the pods). Unset: the default branch, loaded into running pods without a restart.",
+    )
     token_secret_ref: SecretKeyRef | None = Field(
         default=None,
         description="Secret key holding a Hugging Face token for a gated or private adapter. "

@@ -32,7 +32,13 @@ import aiohttp
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.render import names as n
-from nemotron_operator.render.adapters import lora_enabled, runtime_updates, wanted_adapters
+from nemotron_operator.render.adapters import (
+    WantedAdapter,
+    loadable_in_pod,
+    lora_enabled,
+    runtime_updates,
+    wanted_adapters,
+)
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.status import verification as v
 
@@ -93,9 +99,9 @@ class AdapterSync:
         if deployment is None or not lora_enabled(deployment):
             self.forget(key)
             return None
-        wanted: Served | None = None
+        wanted: tuple[WantedAdapter, ...] | None = None
         if runtime_updates(deployment):
-            wanted = tuple(sorted((a.name, a.path) for a in wanted_adapters(deployment)))
+            wanted = wanted_adapters(deployment)
         targets = {
             _pod_key(p): p
             for p in pods
@@ -109,12 +115,17 @@ class AdapterSync:
             del known[gone]
         for pk, pod in targets.items():
             seen = known.get(pk)
+            # Per pod: an adapter of the download step only where that pod's download step
+            # fetched it (render/adapters.py loadable_in_pod).
+            loadable: Served | None = None
+            if wanted is not None:
+                loadable = tuple(sorted((a.name, a.path) for a in loadable_in_pod(wanted, pod)))
             # A new pod, a changed wanted set (a spec edit) or a look that is due; a failed
             # load of the same set waits for its back-off.
             if pk not in self._running and (
-                seen is None or seen.tried != wanted or self.clock() >= seen.next_look
+                seen is None or seen.tried != loadable or self.clock() >= seen.next_look
             ):
-                self._start(key, pk, pod, wanted)
+                self._start(key, pk, pod, loadable)
         return tuple(
             sorted((pk[0], tuple(n for n, _ in s.served), s.message) for pk, s in known.items())
         )

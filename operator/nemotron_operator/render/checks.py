@@ -11,7 +11,7 @@ from nemotron_operator.api import ModelSpec, NemotronDeployment, Plan
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_rules import Action
-from nemotron_operator.render.adapters import adapter_errors
+from nemotron_operator.render.adapters import adapter_errors, expert_parallel_errors
 from nemotron_operator.render.engine import vllm_rules
 from nemotron_operator.render.errors import RenderError
 from nemotron_operator.render.inputs import ModelFacts, RenderOptions
@@ -38,6 +38,7 @@ def check(
         *_model(deployment, model, options, plan.max_model_len),
         *_placement(deployment, plan.gpu_product),
         *adapter_errors(deployment, deployment.spec.model.served_name or deployment.metadata.name),
+        *expert_parallel_errors(deployment, plan.expert_parallel),
     ]
     if errors:
         raise RenderError(errors, name=deployment.metadata.name)

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.render import adapters
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import DOWNLOAD_MARKER, MODEL_MOUNT
 from nemotron_operator.render.names import Names
@@ -17,21 +18,42 @@ GIB = 1024**3
 # Headroom over the checkpoint's bytes for tokenizer files, the download's metadata and a
 # partially written shard (api: "the checkpoint's bytes plus 10% headroom").
 CACHE_HEADROOM = 1.10
+DOWNLOAD_CONTAINER = "download"
 
-# Runs in the vLLM image (it ships huggingface_hub and its `hf` CLI). The marker records which
+# Runs in the vLLM image (it ships huggingface_hub and its `hf` CLI). A marker records which
 # id@revision completed, so a restarted pod skips the download and a new revision fetches again.
+# The same for each LoRA adapter in ADAPTERS (one "id revision directory" line each, in the
+# adapter cache; render/adapters.py), with the adapters' token when they name one. MODEL_ID is
+# empty when the weights come from an existing claim and only adapters are fetched.
 DOWNLOAD_SCRIPT = f"""\
 set -eu
-want="$MODEL_ID@$MODEL_REVISION"
-marker="$MODEL_DIR/{DOWNLOAD_MARKER}"
-if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ]; then
-  echo "weights for $want already complete in $MODEL_DIR"
-  exit 0
+if [ -n "${{MODEL_ID:-}}" ]; then
+  want="$MODEL_ID@$MODEL_REVISION"
+  marker="$MODEL_DIR/{DOWNLOAD_MARKER}"
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ]; then
+    echo "weights for $want already complete in $MODEL_DIR"
+  else
+    mkdir -p "$MODEL_DIR"
+    hf download "$MODEL_ID" --revision "$MODEL_REVISION" --local-dir "$MODEL_DIR"
+    echo "$want" > "$marker"
+    echo "downloaded $want into $MODEL_DIR"
+  fi
 fi
-mkdir -p "$MODEL_DIR"
-hf download "$MODEL_ID" --revision "$MODEL_REVISION" --local-dir "$MODEL_DIR"
-echo "$want" > "$marker"
-echo "downloaded $want into $MODEL_DIR"
+while read -r id revision dir; do
+  [ -n "$id" ] || continue
+  marker="$dir/{DOWNLOAD_MARKER}"
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$id@$revision" ]; then
+    echo "adapter $id@$revision already complete in $dir"
+    continue
+  fi
+  mkdir -p "$dir"
+  HF_TOKEN="${{ADAPTER_HF_TOKEN:-${{HF_TOKEN:-}}}}" \\
+    hf download "$id" --revision "$revision" --local-dir "$dir" </dev/null
+  echo "$id@$revision" > "$marker"
+  echo "downloaded adapter $id@$revision into $dir"
+done <<ADAPTERS_END
+${{ADAPTERS:-}}
+ADAPTERS_END
 """
 
 
@@ -126,34 +148,45 @@ def build_download_container(
     security_context: dict[str, Any],
     scratch_mount: dict[str, Any],
 ) -> dict[str, Any] | None:
-    """The init container that fills the cache; None when weights come from an existing claim."""
+    """The init container that fills the cache: the base weights from the Hub, and the LoRA
+    adapters the pod template lists (render/adapters.py ``downloads``). None when there is
+    nothing to fetch (weights on an existing claim, no such adapter)."""
     source = deployment.spec.model.source
-    if source.hugging_face is None:
+    fetched = adapters.downloads(deployment)
+    if source.hugging_face is None and not fetched:
         return None
+    weights = source.hugging_face is not None
     env: list[dict[str, Any]] = [
-        {"name": "MODEL_ID", "value": deployment.spec.model.id},
+        {"name": "MODEL_ID", "value": deployment.spec.model.id if weights else ""},
         {"name": "MODEL_REVISION", "value": deployment.spec.model.revision},
         {"name": "MODEL_DIR", "value": model_dir},
         {"name": "HOME", "value": scratch_mount["mountPath"]},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
     ]
-    token = source.hugging_face.token_secret_ref
+    token = source.hugging_face.token_secret_ref if source.hugging_face is not None else None
     if token is not None:
         # The kubelet resolves the Secret; the operator never reads it (no Secret RBAC).
         ref = {"name": token.name, "key": token.key}
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": ref}})
+    mounts: list[dict[str, Any]] = []
+    if weights:
+        mounts.append({"name": WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT})
+    if fetched:
+        lines = "\n".join(" ".join(entry) for entry in fetched)
+        env.append({"name": adapters.DOWNLOADS_ENV, "value": lines})
+        adapter_token = adapters.token_ref(deployment)
+        if adapter_token is not None:
+            env.append({"name": "ADAPTER_HF_TOKEN", "valueFrom": {"secretKeyRef": adapter_token}})
+        mounts.append(adapters.adapter_cache_mount(deployment))
     return {
-        "name": "download",
+        "name": DOWNLOAD_CONTAINER,
         "image": image,
         "command": ["sh", "-c", DOWNLOAD_SCRIPT],
         "env": env,
         # No memory limit: the download streams hundreds of GB through the page cache.
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "securityContext": security_context,
-        "volumeMounts": [
-            {"name": WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT},
-            scratch_mount,
-        ],
+        "volumeMounts": [*mounts, scratch_mount],
     }
 
 

@@ -1,9 +1,9 @@
-"""The GPU memory vLLM preallocates for LoRA adapters (docs/sizing.md §10).
+"""The GPU memory vLLM preallocates for LoRA adapters (docs/sizing.md §11).
 
 With ``--enable-lora`` vLLM wraps every LoRA-capable layer at start and allocates, per layer and
 rank, zero-filled A and B buffers for ``max_loras`` adapters at ``max_lora_rank`` — whether any
 adapter is loaded or not — so the KV pool shrinks by the same bytes. Read from vLLM's source
-([P], the files and functions cited beside each term; docs/sizing.md §10 names the commits):
+([P], the files and functions cited beside each term; docs/sizing.md §11 names the commits):
 
 - linear layers (``vllm/lora/layers/base_linear.py`` ``BaseLinearLayerWithLoRA.
   create_lora_weights``): per slice, ``lora_a`` (max_loras, 1, rank, input_size) and ``lora_b``

@@ -2,13 +2,14 @@
 
 Per pod: its DRA claims allocated and reserved for it (claims.py), a loopback pod IP, init
 containers that complete after ``init_seconds`` (no image pull, no network: the ``hf download``
-weight fetch is only pretended), then the containers. A container whose command is
-``vllm serve ...`` runs a stand-in vLLM (:class:`StubVllm`) on ``podIP:port``;
+is pretended, its LoRA adapters written as files: stand_in_volumes.py), then the containers. A
+``vllm serve ...`` container runs a stand-in vLLM (:class:`StubVllm`) on ``podIP:port``;
 its readiness comes from its ``readinessProbe``/``startupProbe`` ``httpGet`` (or ``/health``),
 polled every ``probe_period`` seconds until it first succeeds — real probe periods are compressed.
-A command line the stand-in refuses leaves the container in ``CrashLoopBackOff`` with vLLM's error
-as the message, retried with the kubelet's doubling back-off. Any other container just "runs"
-and is ready. Mapped images run as local processes (process_pods.py). No images, GPUs or runtime.
+A command line the stand-in refuses, or a ``--lora-modules`` adapter it cannot load, leaves the
+container in ``CrashLoopBackOff`` with vLLM's error as the message (restarted with the doubling
+back-off, failing the same way). Any other container just "runs" and is ready. Mapped images run as
+local processes (process_pods.py). No images, GPUs or runtime.
 """
 
 from __future__ import annotations
@@ -23,20 +24,26 @@ from typing import Any
 import aiohttp
 
 from nemotron_sim.kubeapi.client import ApiStatusError
-from nemotron_sim.kubeapi.kinds import NODES, PODS, SECRETS
+from nemotron_sim.kubeapi.kinds import PODS, SECRETS
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubeapi.store import ObjectStore
-from nemotron_sim.kubelet.claims import dra_gpu_product, wait_for_claims
+from nemotron_sim.kubelet.claims import wait_for_claims
 from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import AddressPool, can_bind
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
-from nemotron_sim.kubelet.podenv import expanded_argv, missing_secret
+from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
 from nemotron_sim.kubelet.podfiles import ApiAccess
-from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.kubelet.process_runner import RunnerSettings
-from nemotron_sim.kubelet.stand_ins import is_vllm_serve, serving_ports, stand_in_vllm
+from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, fetch_adapters, stand_in_volumes
+from nemotron_sim.kubelet.stand_ins import (
+    is_vllm_serve,
+    node_gpu_product,
+    probe_target,
+    serving_ports,
+    stand_in_vllm,
+)
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
 from nemotron_sim.vllm.parsers import OutputFault
 from nemotron_sim.vllm.startup import CompileCaches
@@ -77,21 +84,6 @@ class KubeletSettings:
         )
 
 
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-
-
-def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
-    """(port, path) the kubelet probes for readiness; None when only "started" counts."""
-    for kind in ("readinessProbe", "startupProbe"):
-        http = (container.get(kind) or {}).get("httpGet")
-        if http:
-            port = resolve_port(http.get("port"), container)
-            return None if port is None else (port, http.get("path") or "/")
-    if stub.is_worker:
-        return None
-    return (stub.config.port, "/health")
-
-
 @dataclass
 class _RunningPod:
     namespace: str
@@ -101,6 +93,13 @@ class _RunningPod:
     task: asyncio.Task[None] | None = None
     stubs: list[StubVllm] = field(default_factory=list)
     model: PodModel | None = None  # its status model, once the pod runs
+    volumes: StandInVolumes | None = None  # its emptyDir and claim directories
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        if self.volumes is not None:
+            self.volumes.remove()  # its emptyDirs
 
 
 class Kubelet:
@@ -186,15 +185,15 @@ class Kubelet:
     def _forget(self, uid: str) -> None:
         self.processes.forget(uid)
         running = self._pods.pop(uid, None)
-        if running is not None and running.task is not None:
-            running.task.cancel()
+        if running is not None:
+            running.stop()
 
     async def stop(self) -> None:
         await self.processes.stop()
         tasks = [r.task for r in self._pods.values() if r.task is not None]
+        for running in self._pods.values():
+            running.stop()
         self._pods.clear()
-        for task in tasks:
-            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._session is not None:
             await self._session.close()
@@ -218,7 +217,9 @@ class Kubelet:
         seen = {**pod, "status": {**(pod.get("status") or {}), "podIP": running.pod_ip,
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
-        gpu_product = self._gpu_product((pod.get("spec") or {}).get("nodeName"))
+        workdir = self.processes.workdir
+        running.volumes = stand_in_volumes(pod, workdir / "stand-in-pods", workdir / "claims")
+        gpu_product = node_gpu_product(self._store, (pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             if self.settings.programs.runs(container):
                 continue
@@ -226,8 +227,8 @@ class Kubelet:
             if is_vllm_serve(argv):
                 try:
                     stubs[container["name"]] = stand_in_vllm(
-                        argv, seen, container, self.settings,
-                        gpu_product=gpu_product, caches=self.compile_caches,
+                        argv, seen, container, self.settings, gpu_product=gpu_product,
+                        caches=self.compile_caches, mounts=running.volumes.mounts(container),
                     )  # fmt: skip
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
@@ -244,15 +245,6 @@ class Kubelet:
                     await stub.stop()
             if running.pool is not None:
                 running.pool.release(running.pod_ip)
-
-    def _gpu_product(self, node_name: str | None) -> str | None:
-        """The node's GPU product label: the stand-in vLLM "profiles" that GPU."""
-        node = self._store.get(NODES, None, node_name) if node_name else None
-        labels = ((node or {}).get("metadata") or {}).get("labels") or {}
-        product = labels.get(GPU_PRODUCT_LABEL) or (
-            node_name and dra_gpu_product(self._store, node_name)
-        )
-        return str(product) if product else None
 
     def _allocate_ip(self, pool: AddressPool, ports: list[int]) -> str:
         """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
@@ -277,6 +269,8 @@ class Kubelet:
             init.run(started)
             self._write(running, model)  # the first one also reports the pod IP
             await asyncio.sleep(self.settings.init_seconds)
+            if running.volumes is not None:  # the download step's adapters (stand_in_volumes.py)
+                fetch_adapters(container_env(pod, spec), running.volumes.mounts(spec))
             init.complete(started, now_rfc3339())
         model.phase = "Running"
         probes: list[asyncio.Task[None]] = []
@@ -295,13 +289,8 @@ class Kubelet:
             if stub is None:
                 state.ready = True
                 continue
-            await stub.start(running.pod_ip, stub.config.port)
-            running.stubs.append(stub)
-            target = probe_target(specs[state.name], stub)
-            if target is None:
-                state.ready = True
-            else:
-                probes.append(asyncio.create_task(self._probe(running, model, state, target)))
+            follow = await self._start_stand_in(running, model, state, stub, specs[state.name])
+            probes.extend([] if follow is None else [follow])
         self._write(running, model)
         if not all(self.settings.programs.runs(c) for c in specs.values()):
             self._record(running, pod, "Started", "Started containers (simulated)")
@@ -310,6 +299,27 @@ class Kubelet:
         finally:
             for task in probes:
                 task.cancel()
+
+    async def _start_stand_in(
+        self,
+        running: _RunningPod,
+        model: PodModel,
+        state: ContainerState,
+        stub: StubVllm,
+        spec: Mapping[str, Any],
+    ) -> asyncio.Task[None] | None:
+        """Start one stand-in vLLM; the task that follows it: its readiness probe, or its crash
+        loop when it exits at start (a ``--lora-modules`` adapter that does not load)."""
+        try:
+            await stub.start(running.pod_ip, stub.config.port)
+        except RuntimeError as error:
+            return asyncio.create_task(self._crash_loop(running, model, state, error))
+        running.stubs.append(stub)
+        target = probe_target(spec, stub)
+        if target is None:
+            state.ready = True
+            return None
+        return asyncio.create_task(self._probe(running, model, state, target))
 
     async def _start_processes(
         self, running: _RunningPod, pod: dict[str, Any], model: PodModel
@@ -371,7 +381,7 @@ class Kubelet:
         running: _RunningPod,
         model: PodModel,
         state: ContainerState,
-        error: StubVllmArgumentError,
+        error: StubVllmArgumentError | RuntimeError,
     ) -> None:
         backoff = self.settings.crash_backoff_seconds
         while True:

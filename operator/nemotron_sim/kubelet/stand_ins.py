@@ -4,13 +4,19 @@ environment may set (they override the kubelet's settings for that container).""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import posixpath
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nemotron_sim.kubeapi.kinds import NODES
+from nemotron_sim.kubeapi.store import ObjectStore
+from nemotron_sim.kubelet.claims import dra_gpu_product
 from nemotron_sim.kubelet.podenv import container_env, expanded_argv
+from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
+from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.parsers import OutputFault, parse_faults
@@ -32,10 +38,14 @@ def stand_in_vllm(
     *,
     gpu_product: str | None,
     caches: CompileCaches,
+    mounts: Mapping[str, str] | None = None,
 ) -> StubVllm:
     """Raises StubVllmArgumentError when real vLLM would refuse the command line (or a knob in
-    the environment is malformed): the container then crash-loops."""
+    the environment is malformed): the container then crash-loops. ``mounts`` (``mountPath`` →
+    directory, stand_in_volumes.py) tell it where its volumes are, as ``NEMOTRON_SIM_MOUNTS``."""
     env = container_env(pod, container) | declared_secret_env(container)
+    if mounts is not None:
+        env.setdefault(MOUNTS_ENV, json.dumps(dict(mounts), sort_keys=True))
     bias = env.get(KV_CACHE_BIAS_ENV)
     faults = env.get(OUTPUT_FAULTS_ENV)
     times = StartupTimes(settings.load_seconds, settings.compile_seconds, settings.capture_seconds)
@@ -126,3 +136,27 @@ def serving_ports(pod: dict[str, Any], containers: list[dict[str, Any]]) -> list
             if not config.is_worker:
                 ports.append(config.port)
     return ports
+
+
+def probe_target(container: Mapping[str, Any], stub: StubVllm) -> tuple[int, str] | None:
+    """(port, path) the kubelet probes for readiness; None when only "started" counts."""
+    for kind in ("readinessProbe", "startupProbe"):
+        http = (container.get(kind) or {}).get("httpGet")
+        if http:
+            port = resolve_port(http.get("port"), container)
+            return None if port is None else (port, http.get("path") or "/")
+    if stub.is_worker:
+        return None
+    return (stub.config.port, "/health")
+
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+
+def node_gpu_product(store: ObjectStore, node_name: str | None) -> str | None:
+    """The node's GPU product (its label, or its DRA devices'): the stand-in vLLM "profiles"
+    that GPU."""
+    node = store.get(NODES, None, node_name) if node_name else None
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    product = labels.get(GPU_PRODUCT_LABEL) or (node_name and dra_gpu_product(store, node_name))
+    return str(product) if product else None

@@ -19,9 +19,10 @@ when ``HF_HUB_OFFLINE`` is on, as the Hub client refuses. When the stand-in know
 volumes (``NEMOTRON_SIM_MOUNTS``, ``{mountPath: directory}``): a path must be a directory of a
 mount holding ``adapter_config.json``, whose ``r`` is checked against ``--max-lora-rank``; a Hub
 id is "fetched" (no network) into ``HF_HUB_CACHE`` as a snapshot whose ``adapter_config.json``
-has ``r`` = ``SIMULATED_RANK`` unless a test seeded another. A stand-in without volumes (the
-kubelet's in-process kind, which does not materialize pod volumes) takes every adapter as found,
-with rank ``SIMULATED_RANK``.
+has ``r`` = ``SIMULATED_RANK`` unless a test seeded another. The kubelet gives its in-process
+stand-ins their pod's ``emptyDir`` and claim directories (kubelet/stand_in_volumes.py), where
+the stand-in download step leaves the adapters it fetched. A stand-in without volumes (started
+directly, as in unit tests) takes every adapter as found, with rank ``SIMULATED_RANK``.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class LoraAdapters:
             # A stand-in without pod volumes (the in-process kind) cannot look: the adapter is
             # taken as found, with the simulated rank.
             return SIMULATED_RANK
-        directory = self._hub(path, mounts) if hub else _resolve(path, mounts)
+        directory = self._hub(path, mounts) if hub else resolve_mount(path, mounts)
         if directory is None or not directory.is_dir():
             raise LoraError(400, f"Loading lora {name} failed: No adapter found for {path}")
         config = directory / "adapter_config.json"
@@ -131,7 +132,7 @@ class LoraAdapters:
     def _hub(self, repo: str, mounts: dict[str, str]) -> Path | None:
         """The simulated fetch: the repository's snapshot in ``HF_HUB_CACHE``."""
         cache = self._env.get("HF_HUB_CACHE")
-        root = _resolve(cache, mounts) if cache else None
+        root = resolve_mount(cache, mounts) if cache else None
         if root is None:
             return None
         snapshot = root / f"models--{repo.replace('/', '--')}" / "snapshots" / "simulated"
@@ -170,7 +171,7 @@ def _true(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def _resolve(path: str, mounts: Mapping[str, str]) -> Path | None:
+def resolve_mount(path: str, mounts: Mapping[str, str]) -> Path | None:
     """A container path through the pod's mounts (longest mountPath first); None outside them."""
     for mount in sorted(mounts, key=len, reverse=True):
         if path == mount or path.startswith(mount.rstrip("/") + "/"):

@@ -109,6 +109,7 @@ def raw_bases() -> list[dict[str, Any]]:
             "source": {
                 "huggingFace": {
                     "id": "example-org/law-lora",
+                    "revision": "v2",
                     "tokenSecretRef": {"name": "hf-token", "key": "token"},
                 }
             },

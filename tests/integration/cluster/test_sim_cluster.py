@@ -61,6 +61,25 @@ def test_an_oversized_pod_stays_pending_with_the_schedulers_reason(
     assert phase.stdout == "Pending"
 
 
+def test_a_lora_module_missing_from_the_pods_volumes_crash_loops_with_vllms_error(
+    sim_cluster: KubeHandle,
+) -> None:
+    """vLLM loads ``--lora-modules`` before it serves and exits when one fails; the stand-in
+    looks for the adapter through the pod's volumes (the claim mounted at /cache is empty)."""
+    lora = ("--enable-lora", "--lora-modules", "sql=/cache/adapters/sql")
+    manifest = yaml.safe_dump(vllm_statefulset("lora", extra_args=lora))
+    sim_cluster.kubectl("apply", "-f", "-", input=manifest)
+
+    def waiting() -> dict[str, Any]:
+        pod = sim_cluster.get(PODS, "default", "lora-0") or {}
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        state: dict[str, Any] = statuses[0]["state"].get("waiting", {}) if statuses else {}
+        return state if state.get("reason") == "CrashLoopBackOff" else {}
+
+    state = sim_cluster.wait_until(waiting, seconds=30, what="lora-0 in CrashLoopBackOff")
+    assert "Loading lora sql failed: No adapter found for /cache/adapters/sql" in state["message"]
+
+
 def test_the_kubelet_reports_ready_again_when_another_writer_marks_its_pod_not_ready(
     sim_cluster: KubeHandle,
 ) -> None:

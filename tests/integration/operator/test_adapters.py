@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemotron_sim.vllm.lora import SIMULATED_RANK
 from tests.integration.operator.helpers import (
     NAMESPACE,
     PODS,
@@ -71,3 +72,38 @@ def test_adapters_load_and_unload_without_a_restart(operator_process: OperatorPr
     assert sts["spec"]["template"] == template
     assert '"name":"law"' in sts["metadata"]["annotations"]["serving.nemotron.io/adapters"]
     assert status(cluster).get("phase") == "Ready"
+
+
+def test_a_pinned_adapter_is_fetched_by_the_download_step_and_served_offline(
+    operator_process: OperatorProcess,
+) -> None:
+    """Without runtime updates every Hugging Face adapter is fetched by the pod's download step
+    into the adapter cache, and vLLM (offline) loads it from there as a --lora-modules entry.
+    The stand-in vLLM sees the pod's volumes: it serves the adapter only if the download step
+    left an ``adapter_config.json`` at the path the operator named, on a volume both containers
+    mount (a wrong path, mount or subPath leaves the pod crash-looping on "No adapter found")."""
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    pinned = adapter("sql") | {
+        "source": {"huggingFace": {"id": "example-org/sql", "revision": "v1"}}
+    }
+    apply(
+        cluster,
+        deployment(
+            engine={"lora": {"maxLoras": 2, "maxLoraRank": 16, "runtimeUpdates": False}},
+            adapters=[pinned, adapter("law")],
+        ),
+    )
+    wait_ready(cluster)
+    wait_served(cluster, ["law", "sql"])
+
+    [sts] = children(cluster, STATEFULSETS)
+    [vllm] = [c for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "vllm"]
+    assert {"name": "HF_HUB_OFFLINE", "value": "1"} in vllm["env"]
+    stub = cluster.call(lambda c: c.stub(NAMESPACE, "nano-0"))
+    assert stub is not None
+    loaded = {a.name: (a.path, a.rank) for a in stub.lora.loaded.values()}
+    assert loaded == {
+        "sql": ("/adapter-cache/fetched/example-org--sql/v1", SIMULATED_RANK),
+        "law": ("/adapter-cache/fetched/example-org--law/main", SIMULATED_RANK),
+    }

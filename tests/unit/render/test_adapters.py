@@ -11,7 +11,7 @@ import pytest
 from nemotron_operator.catalog import vllm_lora
 from nemotron_operator.catalog.vllm_flags import parse_serve_command
 from nemotron_operator.render import RenderError, names
-from tests.unit.render.fakes import flag_value, of_kind, pod_spec, render, vllm
+from tests.unit.render.fakes import flag_value, make_plan, of_kind, pod_spec, render, vllm
 
 HF = {"name": "sql", "rank": 16, "source": {"huggingFace": {"id": "org/sql-lora"}}}
 PVC = {"name": "law", "rank": 64, "source": {"pvc": {"claimName": "loras", "path": "/law/v2"}}}
@@ -80,7 +80,8 @@ def test_without_runtime_updates_the_adapters_are_lora_modules() -> None:
     start = args.index("--lora-modules")
     modules = [vllm_lora.parse_lora_module(v) for v in args[start + 1 : start + 3]]
     assert modules == [
-        vllm_lora.LoraModule("sql", "org/sql-lora", "chat"),
+        # Fetched by the download step (test_adapter_downloads.py), loaded from the cache.
+        vllm_lora.LoraModule("sql", "/adapter-cache/fetched/org--sql-lora/main", "chat"),
         vllm_lora.LoraModule("law", "/adapters/adapter-loras/law/v2", "chat"),
     ]
     assert annotation(objects) is None
@@ -167,3 +168,39 @@ def test_vllms_lora_defaults() -> None:
     assert limits.modules == (vllm_lora.LoraModule("a", "/x"),)
     assert vllm_lora.runtime_updates_allowed({"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"})
     assert not vllm_lora.runtime_updates_allowed({"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "yes"})
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--fully-sharded-loras"], "--fully-sharded-loras with expert parallelism"),
+        (["--all2all-backend", "deepep_low_latency"], "supports only allgather_reducescatter"),
+        (["--all2all-backend=naive"], "--all2all-backend naive"),
+    ],
+)
+def test_lora_with_expert_parallelism_refuses_what_vllms_moe_lora_layer_refuses(
+    extra: list[str], words: str
+) -> None:
+    spec = {"engine": {"lora": LIMITS, "extraArgs": ["--seed", "7", *extra]}}
+    error = refused({**spec, "adapters": [HF]})
+    assert [e.path for e in error.errors] == ["spec.engine.extraArgs[2]"]
+    assert words in str(error)
+    assert "spec.capacity.parallelism.expert: false" in str(error)
+    # Without expert parallelism, or without LoRA, vLLM takes the same arguments.
+    render({**spec, "adapters": [HF]}, plan=make_plan(expert_parallel=False))
+    render({"engine": {"extraArgs": extra}})
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--all2all-backend", "allgather_reducescatter"],
+        ["--no-fully-sharded-loras"],
+        [],
+    ],
+)
+def test_lora_with_expert_parallelism_keeps_what_vllm_accepts(extra: list[str]) -> None:
+    objects = render({"engine": {"lora": LIMITS, "extraArgs": extra}, "adapters": [HF]})
+    args = vllm(objects)["args"]
+    assert "--enable-expert-parallel" in args  # the plan's layout
+    assert args[-len(extra) :] == extra if extra else "--all2all-backend" not in args

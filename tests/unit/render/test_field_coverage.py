@@ -479,7 +479,7 @@ for _key, _value in (
 
 # LoRA (render/adapters.py): limits are flags; with runtime loading the wanted adapters are the
 # StatefulSet's adapters annotation (outside the pod template); their claims and token reach the
-# pod.
+# pod; a pinned revision is fetched by the download step and loaded from its directory.
 SQL_ADAPTER = {"name": "sql", "rank": 16, "source": {"huggingFace": {"id": "org/sql-lora"}}}
 PVC_ADAPTER = {"name": "law", "rank": 8, "source": {"pvc": {"claimName": "loras", "path": "/l"}}}
 TOKEN_ADAPTER = merge(
@@ -520,6 +520,12 @@ CASES.update(
         L + "rank": adapter({"rank": 32}, adapters_annotation, SQL_ADAPTER),
         L + "source.huggingFace.id": adapter(
             {"source": {"huggingFace": {"id": "org/other"}}}, adapters_annotation, SQL_ADAPTER
+        ),
+        # The download step fetches the pinned revision, and vLLM loads its directory.
+        L + "source.huggingFace.revision": adapter(
+            {"source": {"huggingFace": {"revision": "v3"}}},
+            adapters_annotation,
+            merge(SQL_ADAPTER, {"source": {"huggingFace": {"revision": "v2"}}}),
         ),
         L + "source.huggingFace.tokenSecretRef.name": adapter(
             {"source": {"huggingFace": {"tokenSecretRef": {"name": "other"}}}},

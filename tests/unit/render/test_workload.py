@@ -184,7 +184,7 @@ def test_download_init_container_uses_a_secret_reference() -> None:
     assert env["MODEL_REVISION"]["value"] == "v1.1"
     script = download["command"][-1]
     assert 'hf download "$MODEL_ID" --revision "$MODEL_REVISION" --local-dir "$MODEL_DIR"' in script
-    assert "exit 0" in script  # skips a download that already completed
+    assert "already complete in $MODEL_DIR" in script  # skips a download that already completed
     assert "resources" in download
     assert "limits" not in download["resources"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nemotron_sim.kubelet.kubelet import resolve_port
+from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.kubelet.stand_ins import is_vllm_serve
 
 

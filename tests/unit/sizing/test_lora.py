@@ -1,7 +1,7 @@
 """The LoRA term of the reserve (sizing/lora.py) against vLLM's own tensor shapes, enumerated here
 independently: one entry per ``torch.zeros`` of ``create_lora_weights`` for each wrapped module of
 Nemotron 3 Super, with the config's numbers typed in (docs/model-facts.md §1.1), not read from
-the catalog. docs/sizing.md §10 cites the vLLM functions."""
+the catalog. docs/sizing.md §11 cites the vLLM functions."""
 
 from __future__ import annotations
 

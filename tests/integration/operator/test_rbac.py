@@ -40,6 +40,7 @@ def _chart_rbac(cluster: KubeHandle, home: Path, *extra: str) -> str:
         "--namespace=nemotron-system",
         "--set=rbac.karpenterNodePools=true",
         "--set=rbac.podMonitors=true",
+        "--set=rbac.kedaScaledObjects=true",
         "--set=rbac.inferenceGateway=true",
         *extra,
     ).stdout

@@ -80,14 +80,14 @@ class PrometheusTrigger(ApiModel):
     )
     threshold: float = Field(
         gt=0,
-        le=1e9,
+        le=100_000,
         description="The value per replica KEDA holds the query near (its threshold; metric "
         "type AverageValue).",
     )
     activation_threshold: float | None = Field(
         default=None,
         ge=0,
-        le=1e9,
+        le=100_000,
         description="KEDA wakes the deployment from zero when the query exceeds this, and "
         "counts it idle while it does not (its activationThreshold; KEDA's default 0).",
     )

@@ -54,6 +54,7 @@ def drop(path: str) -> Callable[[Obj], None]:
 
 
 KARPENTER = {"nodeClassRef": {"name": "gpu"}}
+KEDA = {"prometheus": {"serverAddress": "http://prom:9090", "query": "sum(q)", "threshold": 4}}
 PLUGIN = {"configMapName": "p", "fileName": "p.py", "parserName": "super_v3"}
 
 S3 = {"uri": "s3://models/nvidia/nano", "credentialsSecretRef": {"name": "s3"}}
@@ -209,6 +210,43 @@ CASES = [
         set_("spec.autoscaling", {"minReplicas": 1, "maxReplicas": 2, "idleSeconds": 600}),
         "spec.autoscaling.idleSeconds",
         "applies only with autoscaling.minReplicas: 0",
+    ),
+    Case(
+        "self.provider != 'KEDA' || has(self.keda)",
+        set_("spec.autoscaling", {"provider": "KEDA", "maxReplicas": 2, "keda": KEDA}),
+        set_("spec.autoscaling", {"provider": "KEDA", "maxReplicas": 2}),
+        "spec.autoscaling.keda",
+        "required when autoscaling.provider is KEDA",
+    ),
+    Case(
+        "!has(self.keda) || self.provider == 'KEDA'",
+        set_("spec.autoscaling", {"provider": "Operator", "maxReplicas": 2}),
+        set_("spec.autoscaling", {"provider": "Operator", "maxReplicas": 2, "keda": KEDA}),
+        "spec.autoscaling.provider",
+        "set provider: KEDA or remove autoscaling.keda",
+    ),
+    Case(
+        "self.provider != 'KEDA' || (self.target.metric",
+        set_("spec.autoscaling", {"provider": "KEDA", "maxReplicas": 2, "keda": KEDA}),
+        set_(
+            "spec.autoscaling",
+            {"provider": "KEDA", "maxReplicas": 2, "keda": KEDA, "target": {"value": 2}},
+        ),
+        "spec.autoscaling.target",
+        "with provider KEDA the trigger's autoscaling.keda.prometheus.threshold is the target",
+    ),
+    Case(
+        "self.provider != 'KEDA' || self.scaleDownDelaySeconds <= 3600",
+        set_(
+            "spec.autoscaling",
+            {"provider": "KEDA", "maxReplicas": 2, "keda": KEDA, "scaleDownDelaySeconds": 3600},
+        ),
+        set_(
+            "spec.autoscaling",
+            {"provider": "KEDA", "maxReplicas": 2, "keda": KEDA, "scaleDownDelaySeconds": 3601},
+        ),
+        "spec.autoscaling.scaleDownDelaySeconds",
+        "at most 3600 seconds in Kubernetes",
     ),
     Case(
         "self.metric != 'kvCacheUsage' || self.value <= 1.0",

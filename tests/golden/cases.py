@@ -37,6 +37,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "nano-gateway": ("-f", "examples/nano-gateway.yaml"),
     "nano-dra-b200": ("-f", "examples/nano-dra-b200.yaml"),
     "nano-canary-scale-to-zero": ("-f", "examples/nano-canary-scale-to-zero.yaml"),
+    "nano-keda": ("-f", "examples/nano-keda.yaml"),
     "gateway-multi-node-no-prefix": ("-f", f"{INPUTS}/gateway-multi-node-no-prefix.yaml"),
     "network-policy-multi-node": ("-f", f"{INPUTS}/network-policy-multi-node.yaml"),
 }

@@ -110,6 +110,11 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["monitoring.coreos.com"]
   resources: ["podmonitors"]
   verbs: {{ if .Values.rbac.podMonitors }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
+# autoscaling.provider KEDA: the operator lists and watches its own KEDA ScaledObjects wherever
+# KEDA's CRD is installed; it writes them only if allowed to.
+- apiGroups: ["keda.sh"]
+  resources: ["scaledobjects"]
+  verbs: {{ if .Values.rbac.kedaScaledObjects }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
 {{- if .Values.rbac.inferenceGateway }}
 # spec.gateway (the operator runs with --inference-gateway): the InferencePool, the HTTPRoute and
 # the endpoint picker's Deployment, ServiceAccount, ConfigMap, Role and RoleBinding (its Service
@@ -182,6 +187,7 @@ request), and Karpenter NodePools. */}}
   resourceNames:
     - "podmonitors.monitoring.coreos.com"
     - "nodepools.karpenter.sh"
+    - "scaledobjects.keda.sh"
     # spec.gateway's: read by name whatever rbac.inferenceGateway says (a CRD's existence only)
     - "inferencepools.inference.networking.k8s.io"
     - "httproutes.gateway.networking.k8s.io"

@@ -1,6 +1,11 @@
 """The NemotronDeployment API as pydantic models: the single source of the CRD schema."""
 
-from nemotron_operator.api.autoscaling import AutoscalingSpec, AutoscalingTarget
+from nemotron_operator.api.autoscaling import (
+    AutoscalingSpec,
+    AutoscalingTarget,
+    KedaSpec,
+    PrometheusTrigger,
+)
 from nemotron_operator.api.capacity import (
     DEFAULT_MIN_CONCURRENCY,
     CacheSpec,
@@ -74,6 +79,7 @@ __all__ = [
     "GpuSelection",
     "HuggingFaceSource",
     "KarpenterSpec",
+    "KedaSpec",
     "ModelSource",
     "ModelSpec",
     "MonitoringSpec",
@@ -93,6 +99,7 @@ __all__ = [
     "PlanCheck",
     "PodMonitorSpec",
     "Precision",
+    "PrometheusTrigger",
     "PvcSource",
     "ReasoningParserPlugin",
     "RejectedLayout",

@@ -94,8 +94,9 @@ class NemotronDeploymentSpec(ApiModel):
     )
     autoscaling: AutoscalingSpec | None = Field(
         default=None,
-        description="Scale replicas from scraped vLLM load. Leave unset when an HPA or KEDA "
-        "drives the scale subresource.",
+        description="Scale replicas from scraped vLLM load (provider Operator), or through a "
+        "KEDA ScaledObject the operator renders (provider KEDA). Leave unset when your own HPA "
+        "or ScaledObject drives the scale subresource.",
     )
     rollout: RolloutSpec | None = Field(
         default=None,

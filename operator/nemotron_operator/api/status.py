@@ -22,6 +22,7 @@ ConditionType = Literal[
     "PlanAccurate",
     "InferenceGateway",
     "Verified",
+    "Autoscaling",
 ]
 CamelReason = Annotated[
     str,

@@ -118,6 +118,20 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "!has(self.idleSeconds) || self.minReplicas == 0": lambda s: (
         not _has(s, "idleSeconds") or s["minReplicas"] == 0
     ),
+    "self.provider != 'KEDA' || has(self.keda)": lambda s: (
+        s["provider"] != "KEDA" or _has(s, "keda")
+    ),
+    "!has(self.keda) || self.provider == 'KEDA'": lambda s: (
+        not _has(s, "keda") or s["provider"] == "KEDA"
+    ),
+    "self.provider != 'KEDA' || (self.target.metric == 'requestsWaitingPerReplica' "
+    "&& self.target.value == 4.0)": lambda s: (
+        s["provider"] != "KEDA"
+        or (s["target"]["metric"] == "requestsWaitingPerReplica" and s["target"]["value"] == 4.0)
+    ),
+    "self.provider != 'KEDA' || self.scaleDownDelaySeconds <= 3600": lambda s: (
+        s["provider"] != "KEDA" or s["scaleDownDelaySeconds"] <= 3600
+    ),
     "self.metric != 'kvCacheUsage' || self.value <= 1.0": lambda s: (
         s["metric"] != "kvCacheUsage" or s["value"] <= 1.0
     ),

@@ -60,7 +60,11 @@ class Autoscaler:
         self._problems: dict[Key, str] = {}  # wanted more replicas than fit: for status
 
     def seen(self, key: Key, view: AutoscaleView) -> str | None:
-        """Remember what the reconcile saw; the capacity problem status should show, if any."""
+        """Remember what the reconcile saw; the capacity problem status should show, if any.
+        With autoscaling.provider KEDA the deployment counts as not autoscaled here: KEDA sets
+        spec.replicas, and two writers of one field fight."""
+        if view.autoscaling is not None and not view.autoscaling.built_in:
+            view = replace(view, autoscaling=None)
         self._views[key] = view
         if view.autoscaling is None:
             self._problems.pop(key, None)

@@ -21,6 +21,7 @@ _WARNING = {
     ("Degraded", "True"),
     ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
     ("Verified", "False"),  # a serving pod failed the behavioural check: it takes no traffic
+    ("Autoscaling", "False"),  # autoscaling.provider KEDA without KEDA: nothing scales it
 }
 
 # Ready=False for these reasons is progress, not trouble: a Normal Event.

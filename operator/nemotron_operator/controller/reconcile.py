@@ -19,7 +19,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children, desired, finalizer, gateway
+from nemotron_operator.controller import children, desired, finalizer, gateway, keda
 from nemotron_operator.controller.adapters import AdapterSync
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
@@ -225,6 +225,7 @@ class Reconciler:
             inputs,
             gateway=gateway.with_picker_readiness(gateway_state, picker, names),
             endpoint=routed or inputs.endpoint,
+            autoscaling=keda.assess(read.deployment, served, names),
         )
         await self._write_status(raw, inputs, read.previous, outcome)
         return outcome

@@ -45,6 +45,8 @@ STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
+# autoscaling.provider KEDA (render/scaledobject.py): KEDA's CRD, github.com/kedacore/keda/v2.
+SCALED_OBJECTS = Resource("keda.sh", "v1alpha1", "scaledobjects", "ScaledObject")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRDS = Resource(
     "apiextensions.k8s.io",
@@ -100,12 +102,13 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
             INFERENCE_POOLS,
             HTTP_ROUTES,
             NETWORK_POLICIES,
+            SCALED_OBJECTS,
         ),
         key=lambda resource: KIND_ORDER.index(resource.kind),
     )
 )
 OPTIONAL_RESOURCES: frozenset[Resource] = frozenset(
-    {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES}
+    {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES, SCALED_OBJECTS}
 )
 # Followed only when the operator runs with --dra (its RBAC is the chart's rbac.dra) and the
 # cluster serves resource.k8s.io/v1.

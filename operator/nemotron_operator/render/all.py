@@ -12,6 +12,7 @@ from nemotron_operator.render import (
     gateway,
     monitoring,
     nodepool,
+    scaledobject,
     services,
     storage,
 )
@@ -22,7 +23,7 @@ from nemotron_operator.render.workload import build_statefulsets
 
 # The apply order, stated once (the controller's child kinds follow it too): capacity first (a
 # NodePool starts provisioning), then storage, the Services the StatefulSets name, the workloads,
-# and what watches them. render_all returns its objects sorted by it.
+# and what watches or scales them. render_all returns its objects sorted by it.
 KIND_ORDER = (
     "NodePool",
     "PersistentVolumeClaim",
@@ -39,6 +40,7 @@ KIND_ORDER = (
     "InferencePool",
     "HTTPRoute",
     "PodMonitor",
+    "ScaledObject",
 )
 
 
@@ -78,6 +80,9 @@ def render_all(
     monitor = monitoring.build_pod_monitor(deployment, names)
     if monitor is not None:
         objects.append(monitor)
+    scaled = scaledobject.build_scaled_object(deployment, names)
+    if scaled is not None:
+        objects.append(scaled)
     if options.owner is not None:
         reference = options.owner.reference()
         for obj in objects:

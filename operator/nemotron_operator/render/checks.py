@@ -37,6 +37,7 @@ def check(
         *_refused_by_rules(deployment, model, plan),
         *_model(deployment, model, options, plan.max_model_len),
         *_placement(deployment, plan.gpu_product),
+        *_autoscaling(deployment),
         *adapter_errors(deployment, deployment.spec.model.served_name or deployment.metadata.name),
         *expert_parallel_errors(deployment, plan.expert_parallel),
     ]
@@ -272,6 +273,30 @@ def _placement(deployment: NemotronDeployment, gpu_product: str) -> list[FieldEr
             )
         )
     return errors
+
+
+def _autoscaling(deployment: NemotronDeployment) -> list[FieldError]:
+    """autoscaling.provider and autoscaling.keda go together (the CRD's CEL rules, repeated)."""
+    autoscaling = deployment.spec.autoscaling
+    if autoscaling is None:
+        return []
+    if autoscaling.provider == "KEDA" and autoscaling.keda is None:
+        return [
+            FieldError(
+                "spec.autoscaling.keda",
+                "is required when autoscaling.provider is KEDA: name the Prometheus trigger "
+                "(keda.prometheus.serverAddress, query and threshold)",
+            )
+        ]
+    if autoscaling.provider != "KEDA" and autoscaling.keda is not None:
+        return [
+            FieldError(
+                "spec.autoscaling.provider",
+                "autoscaling.keda is set but autoscaling.provider is Operator: set provider: "
+                "KEDA or remove autoscaling.keda",
+            )
+        ]
+    return []
 
 
 def _dra(deployment: NemotronDeployment) -> list[FieldError]:

@@ -43,6 +43,7 @@ COMPONENT_NODE_POOL = "node-pool"
 COMPONENT_MONITORING = "monitoring"
 COMPONENT_GATEWAY = "inference-gateway"
 COMPONENT_ENDPOINT_PICKER = "endpoint-picker"
+COMPONENT_AUTOSCALING = "autoscaling"
 ROLE_LEADER = "leader"
 ROLE_WORKER = "worker"
 
@@ -126,6 +127,11 @@ class Names:
 
     @property
     def pod_monitor(self) -> str:
+        return self.base
+
+    @property
+    def scaled_object(self) -> str:
+        """The KEDA ScaledObject (autoscaling.provider KEDA); KEDA names its HPA after it."""
         return self.base
 
     @property

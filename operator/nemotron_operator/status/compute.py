@@ -27,6 +27,7 @@ REPLICAS_UNAVAILABLE = "ReplicasUnavailable"
 APPLY_REJECTED = "ApplyRejected"
 SCALED_TO_ZERO = "ScaledToZero"
 GATEWAY_CONDITION = "InferenceGateway"
+AUTOSCALING_CONDITION = "Autoscaling"
 
 
 IDLE_MESSAGE = (
@@ -65,6 +66,9 @@ class StatusInputs:
     # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
+    # autoscaling.provider KEDA: the Autoscaling condition (controller/keda.py); None otherwise
+    # (the condition goes).
+    autoscaling: tuple[str, str, str] | None = None
     verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
     # With LoRA on, what each serving pod serves (controller/adapters.py): (pod, names, the
     # last failure to load or unload).
@@ -202,10 +206,13 @@ def compute_status(
         conditions.append(cond("PlanAccurate", *inputs.plan_accurate))
     if inputs.gateway is not None and inputs.plan is not None:
         conditions.append(cond(GATEWAY_CONDITION, *inputs.gateway))
+    if inputs.autoscaling is not None and inputs.plan is not None:
+        conditions.append(cond(AUTOSCALING_CONDITION, *inputs.autoscaling))
     if inputs.verified is not None and inputs.plan is not None:
         conditions.append(cond("Verified", *inputs.verified))
-    computed = {c.type for c in conditions}
-    dropped = computed if inputs.gateway is not None else {*computed, GATEWAY_CONDITION}
+    # The optional types go when their input does (the feature is off).
+    optional = ((GATEWAY_CONDITION, inputs.gateway), (AUTOSCALING_CONDITION, inputs.autoscaling))
+    dropped = {c.type for c in conditions} | {t for t, given in optional if given is None}
     keep_others = [c for c in before if c.type not in dropped]
     return NemotronDeploymentStatus.model_validate(
         {

@@ -78,7 +78,7 @@ def raw_bases() -> list[dict[str, Any]]:
         moeIntermediateSize=2688, moeSharedExpertIntermediateSize=5376, moeLatentSize=1024
     )
     # Reached by no example base: networkPolicy, a canary, scale to zero, an object-store source
-    # (karpenter); DRA and LoRA (custom).
+    # (karpenter); DRA, LoRA and KEDA (custom).
     karpenter["spec"]["networkPolicy"] = {"enabled": True, "apiFromNamespaces": ["clients"]}
     karpenter["spec"]["rollout"]["canary"] = {"replicas": 1}
     karpenter["spec"]["autoscaling"].update(minReplicas=0, idleSeconds=900)
@@ -115,6 +115,22 @@ def raw_bases() -> list[dict[str, Any]]:
             },
         },
     ]
+    # autoscaling.provider KEDA with every field of its trigger (custom).
+    custom["spec"]["autoscaling"] = {
+        "provider": "KEDA",
+        "minReplicas": 0,
+        "maxReplicas": 2,
+        "idleSeconds": 600,
+        "keda": {
+            "prometheus": {
+                "serverAddress": "http://prometheus.monitoring.svc:9090",
+                "query": "sum(rate(gateway_requests_total[1m]))",
+                "threshold": 4,
+                "activationThreshold": 0.5,
+            },
+            "pollingIntervalSeconds": 15,
+        },
+    }
     # The probes look at a list's first item: each source kind leads one base.
     karpenter["spec"]["engine"]["lora"] = {"maxLoras": 1, "maxLoraRank": 16}
     karpenter["spec"]["adapters"] = [

@@ -1,6 +1,6 @@
-"""What the operator renders for Karpenter and the Prometheus Operator, checked by their own CRDs
-(taken from their Go modules at pinned versions, installed in the test control plane): the
-schemas and CEL rules of kube-apiserver decide, not ours."""
+"""What the operator renders for Karpenter, the Prometheus Operator, the Inference Gateway and KEDA,
+checked by their own CRDs (taken from their Go modules at pinned versions, installed in the test
+control plane): the schemas and CEL rules of kube-apiserver decide, not ours."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ SOURCES = [
     ROOT / "tests" / "golden" / "inputs" / "karpenter-h200.yaml",
     ROOT / "examples" / "super-vl-bf16-h200.yaml",
 ]
+KEDA_SOURCE = ROOT / "examples" / "nano-keda.yaml"  # autoscaling.provider KEDA: a ScaledObject
 
 
 GATEWAY_SOURCES = [
@@ -120,3 +121,25 @@ def test_a_bad_inference_pool_is_refused_by_its_crd(
     )  # fmt: skip
     assert result.returncode != 0
     assert "port is required" in result.stderr
+
+
+def test_the_rendered_scaled_object_passes_kedas_own_crd(
+    kube_cluster: KubeHandle, kube_namespace: str
+) -> None:
+    """KEDA's ScaledObject CRD (github.com/kedacore/keda/v2 v2.20.2) admits what the operator
+    renders for autoscaling.provider KEDA; a broken copy (a number where KEDA's trigger metadata
+    takes strings) is refused, so the first answer means something."""
+    (scaled,) = rendered(KEDA_SOURCE, kube_namespace, kinds=("ScaledObject",))
+    assert scaled["spec"]["scaleTargetRef"]["kind"] == "NemotronDeployment"
+    result = kube_cluster.kubectl(
+        "apply", "--server-side", "--field-manager=test", "--dry-run=server", "-f", "-",
+        input=yaml.safe_dump(scaled), check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    scaled["spec"]["triggers"][0]["metadata"]["threshold"] = 2
+    result = kube_cluster.kubectl(
+        "apply", "--server-side", "--field-manager=test", "--dry-run=server", "-f", "-",
+        input=yaml.safe_dump(scaled), check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "spec.triggers[0].metadata.threshold" in result.stderr

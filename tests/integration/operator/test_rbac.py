@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from nemotron_sim.kubeapi.resources import ResourceKey
 from tests.helm import CHART, helm_env, run_helm
 from tests.integration.operator.helpers import (
     NAMESPACE,
@@ -26,12 +27,14 @@ from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import KubeHandle
 from tests.kubectl import run_kubectl
 
+SCALED_OBJECTS = ResourceKey("keda.sh", "v1alpha1", "scaledobjects")
+KEDA = {"serverAddress": "http://prom:9090", "query": "sum(q)", "threshold": 2}
 RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
 
 def _chart_rbac(cluster: KubeHandle, home: Path, *extra: str) -> str:
-    """The chart's ServiceAccount and RBAC objects, with NodePool, PodMonitor and inference
-    gateway writes on (and ``extra`` values)."""
+    """The chart's ServiceAccount and RBAC objects, with NodePool, PodMonitor, KEDA ScaledObject
+    and inference gateway writes on (and ``extra`` values)."""
     rendered = run_helm(
         helm_env(cluster.env, home),
         "template",
@@ -40,6 +43,7 @@ def _chart_rbac(cluster: KubeHandle, home: Path, *extra: str) -> str:
         "--namespace=nemotron-system",
         "--set=rbac.karpenterNodePools=true",
         "--set=rbac.podMonitors=true",
+        "--set=rbac.kedaScaledObjects=true",
         "--set=rbac.inferenceGateway=true",
         *extra,
     ).stdout
@@ -101,6 +105,7 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
                 storage={"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
                 # The picker's Role: RBAC lets the operator create it only with what it grants.
                 gateway={"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}},
+                autoscaling={"provider": "KEDA", "maxReplicas": 2, "keda": {"prometheus": KEDA}},
             ),
         )
         wait_ready(sim_cluster)
@@ -111,6 +116,7 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
         assert sim_cluster.kubectl("get", "role", "nano-epp", "-n", NAMESPACE).returncode == 0
         assert sim_cluster.list(NODE_POOLS)
         assert sim_cluster.list(POD_MONITORS, NAMESPACE)
+        assert sim_cluster.list(SCALED_OBJECTS, NAMESPACE)
         assert status(sim_cluster)["nodePool"]["provisioner"] == "Karpenter"
         # Drift repair and deletion through the finalizer, still without a 403.
         sim_cluster.kubectl("delete", "service", "nano", "-n", NAMESPACE)

@@ -23,11 +23,13 @@ VARIANTS: dict[str, list[str]] = {
         "--set",
         "replicaCount=2",
     ],
-    "karpenter-and-podmonitors": [
+    "optional-kinds": [
         "--set",
         "rbac.karpenterNodePools=true",
         "--set",
         "rbac.podMonitors=true",
+        "--set",
+        "rbac.kedaScaledObjects=true",
         "--set",
         "watchNamespaces={ai}",
         "--set",

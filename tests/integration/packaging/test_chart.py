@@ -232,7 +232,7 @@ def test_operator_container_runs_the_image_with_settings_from_values(render: Ren
     # The Lease lives in the operator's namespace, named after the release.
     assert env["POD_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["NEMOTRON_OPERATOR_LEASE_NAME"] == f"{RELEASE}-nemotron-operator"
-    other = env_of(render("karpenter-and-podmonitors"))
+    other = env_of(render("optional-kinds"))
     assert other["NEMOTRON_OPERATOR_NAMESPACES"] == "ai"
     assert other["NEMOTRON_OPERATOR_DEFAULT_IMAGE"] == "vllm/vllm-openai:v0.31.0"
 
@@ -299,19 +299,15 @@ def test_cluster_wide_mode_binds_one_cluster_role(render: Render) -> None:
     ]
     pod = the_deployment(objects)["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == account["metadata"]["name"]
-    # Without their switches, NodePools and PodMonitors are only listed and watched (the watch
-    # cache finds the operator's own where the CRDs exist), never written.
-    optional = {
-        (g, r, v)
-        for _, g, r, v in rules_of(objects)
-        if (g, r) in {("karpenter.sh", "nodepools"), ("monitoring.coreos.com", "podmonitors")}
+    # Without their switches, NodePools, PodMonitors and KEDA ScaledObjects are only listed and
+    # watched (the watch cache finds the operator's own where the CRDs exist), never written.
+    kinds = {
+        ("karpenter.sh", "nodepools"),
+        ("monitoring.coreos.com", "podmonitors"),
+        ("keda.sh", "scaledobjects"),
     }
-    assert optional == {
-        ("karpenter.sh", "nodepools", "list"),
-        ("karpenter.sh", "nodepools", "watch"),
-        ("monitoring.coreos.com", "podmonitors", "list"),
-        ("monitoring.coreos.com", "podmonitors", "watch"),
-    }
+    optional = {(g, r, v) for _, g, r, v in rules_of(objects) if (g, r) in kinds}
+    assert optional == {(g, r, v) for g, r in kinds for v in ("list", "watch")}
 
 
 def test_per_namespace_mode_grants_workloads_only_in_the_served_namespaces(
@@ -374,7 +370,7 @@ def test_lease_role_is_limited_to_the_operators_lease_in_its_namespace(render: R
 
 
 def test_optional_grants_follow_their_switches(render: Render) -> None:
-    objects = render("karpenter-and-podmonitors")
+    objects = render("optional-kinds")
     writes = {"create", "patch", "delete"}
     (cluster_role,) = the_operators(objects, "ClusterRole")
     cluster_wide = {(g, r, v) for _, g, r, v in rules_of([cluster_role])}
@@ -382,6 +378,7 @@ def test_optional_grants_follow_their_switches(render: Render) -> None:
     (role,) = [r for r in of_kind(objects, "Role") if r["metadata"]["name"] != LEASE_ROLE]
     namespaced = {(g, r, v) for _, g, r, v in rules_of([role])}
     assert {("monitoring.coreos.com", "podmonitors", v) for v in writes} <= namespaced
+    assert {("keda.sh", "scaledobjects", v) for v in writes} <= namespaced
 
 
 def test_the_inference_gateway_switch_grants_its_kinds_and_starts_the_operator_with_it(

@@ -63,6 +63,7 @@ NOT_CALLED_DIRECTLY = {
 SWITCHES = [
     "--set", "rbac.karpenterNodePools=true",
     "--set", "rbac.podMonitors=true",
+    "--set", "rbac.kedaScaledObjects=true",
     "--set", "rbac.inferenceGateway=true",
     "--set", "rbac.dra=true",
 ]  # fmt: skip

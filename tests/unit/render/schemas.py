@@ -266,11 +266,63 @@ HTTP_ROUTE_SCHEMA = _closed(
     ("apiVersion", "kind", "metadata", "spec"),
 )
 
+# A subset of keda.sh_scaledobjects.yaml (github.com/kedacore/keda/v2 v2.20.2, config/crd/bases);
+# the whole CRD checks the same object in kube-apiserver
+# (tests/integration/controlplane/test_thirdparty_crds.py).
+_INT32 = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
+_WINDOW = _closed({"stabilizationWindowSeconds": _INT32})
+SCALED_OBJECT_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "keda.sh/v1alpha1"},
+        "kind": {"const": "ScaledObject"},
+        "metadata": _METADATA_NAMESPACED,
+        "spec": _closed(
+            {
+                "scaleTargetRef": _closed(
+                    {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "name": {"type": "string", "minLength": 1},
+                    },
+                    ("name",),
+                ),
+                "minReplicaCount": _INT32,
+                "maxReplicaCount": {**_INT32, "minimum": 1},
+                "pollingInterval": {**_INT32, "minimum": 1},
+                "cooldownPeriod": _INT32,
+                "advanced": _closed(
+                    {
+                        "horizontalPodAutoscalerConfig": _closed(
+                            {"behavior": _closed({"scaleUp": _WINDOW, "scaleDown": _WINDOW})}
+                        )
+                    }
+                ),
+                "triggers": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _closed(
+                        {
+                            "type": {"type": "string", "minLength": 1},
+                            "name": {"type": "string"},
+                            "metricType": {"enum": ["AverageValue", "Value", "Utilization"]},
+                            "metadata": _STRING_MAP,
+                        },
+                        ("metadata", "type"),
+                    ),
+                },
+            },
+            ("scaleTargetRef", "triggers"),
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+
 CRD_SCHEMAS = {
     ("inference.networking.k8s.io/v1", "InferencePool"): INFERENCE_POOL_SCHEMA,
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): HTTP_ROUTE_SCHEMA,
     ("karpenter.sh/v1", "NodePool"): NODE_POOL_SCHEMA,
     ("monitoring.coreos.com/v1", "PodMonitor"): POD_MONITOR_SCHEMA,
+    ("keda.sh/v1alpha1", "ScaledObject"): SCALED_OBJECT_SCHEMA,
 }
 
 

@@ -117,8 +117,10 @@ KARPENTER = {
 }
 MONITOR = {"monitoring": {"podMonitor": {"enabled": True}}}
 GATEWAY = {"gateway": {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}}
-WITH_PVC, WITH_TOKEN, WITH_PLUGIN, WITH_KARPENTER, WITH_MONITOR, WITH_GATEWAY = (
-    merge(BASE, part) for part in (PVC, TOKEN, PLUGIN, KARPENTER, MONITOR, GATEWAY)
+PROMETHEUS = {"serverAddress": "http://prom:9090", "query": "sum(demand)", "threshold": 4}
+KEDA = {"autoscaling": {"provider": "KEDA", "maxReplicas": 4, "keda": {"prometheus": PROMETHEUS}}}
+WITH_PVC, WITH_TOKEN, WITH_PLUGIN, WITH_KARPENTER, WITH_MONITOR, WITH_GATEWAY, WITH_KEDA = (
+    merge(BASE, part) for part in (PVC, TOKEN, PLUGIN, KARPENTER, MONITOR, GATEWAY, KEDA)
 )
 TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "a", "effect": "NoExecute"}
 TOLERATIONS = {"scheduling": {"tolerations": [TOLERATION | {"tolerationSeconds": 60}]}}
@@ -194,6 +196,18 @@ def pool_ref(objects: Objects) -> Any:
 
 def route_parents(objects: Objects) -> Any:
     return of_kind(objects, "HTTPRoute")[0]["spec"]["parentRefs"]
+
+
+def scaled_object(objects: Objects) -> Any:
+    return of_kind(objects, "ScaledObject")[0]["spec"]
+
+
+def trigger(objects: Objects) -> Any:
+    return scaled_object(objects)["triggers"][0]["metadata"]
+
+
+def keda_case(key: str, value: Any) -> Case:
+    return Case({"autoscaling": {"keda": {"prometheus": {key: value}}}}, trigger, WITH_KEDA)
 
 
 def node_pool(objects: Objects) -> Any:
@@ -367,6 +381,14 @@ CASES: dict[str, Case] = {
         {"autoscaling": {"maxReplicas": 16}},
         lambda o: of_kind(o, "NodePool")[0]["spec"]["limits"],
         merge(WITH_KARPENTER, {"autoscaling": {"maxReplicas": 1}}),
+    ),
+    "spec.autoscaling.provider": Case(KEDA, kind("ScaledObject")),
+    "spec.autoscaling.keda.prometheus.serverAddress": keda_case("serverAddress", "https://p:9"),
+    "spec.autoscaling.keda.prometheus.query": keda_case("query", "sum(other)"),
+    "spec.autoscaling.keda.prometheus.threshold": keda_case("threshold", 0.5),
+    "spec.autoscaling.keda.prometheus.activationThreshold": keda_case("activationThreshold", 1),
+    "spec.autoscaling.keda.pollingIntervalSeconds": Case(
+        {"autoscaling": {"keda": {"pollingIntervalSeconds": 5}}}, scaled_object, WITH_KEDA
     ),
     "spec.nodePool.provisioner": Case(KARPENTER, kind("NodePool")),
     "spec.nodePool.karpenter.nodeClassRef.group": Case(

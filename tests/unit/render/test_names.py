@@ -29,6 +29,7 @@ def all_names(names: Names) -> list[tuple[str, int]]:
         (names.worker_statefulset(63), n.MAX_STATEFULSET_NAME),
         (names.pod_disruption_budget, n.MAX_NAME),
         (names.pod_monitor, n.MAX_NAME),
+        (names.scaled_object, n.MAX_NAME),
         (names.shared_cache_claim, n.MAX_NAME),
         (names.node_pool, n.MAX_NAME),
     ]

@@ -16,6 +16,11 @@ from tests.unit.render.schemas import validate_object
 KARPENTER = {
     "nodePool": {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}},
     "monitoring": {"podMonitor": {"enabled": True}},
+    "autoscaling": {
+        "provider": "KEDA",
+        "maxReplicas": 2,
+        "keda": {"prometheus": {"serverAddress": "http://p:9090", "query": "q", "threshold": 1}},
+    },
 }
 
 
@@ -49,6 +54,14 @@ def _unknown_monitor_field(o: dict[str, Any]) -> None:
     o["spec"]["endpoints"] = []  # ServiceMonitor's field, not PodMonitor's
 
 
+def _number_in_trigger_metadata(o: dict[str, Any]) -> None:
+    o["spec"]["triggers"][0]["metadata"]["threshold"] = 4  # KEDA's metadata values are strings
+
+
+def _deployment_style_target(o: dict[str, Any]) -> None:
+    o["spec"]["scaleTargetRef"] = {"deploymentName": "nano"}  # KEDA v1's field, gone in v2
+
+
 @pytest.mark.parametrize(
     ("kind", "damage"),
     [
@@ -58,6 +71,8 @@ def _unknown_monitor_field(o: dict[str, Any]) -> None:
         ("NodePool", _unknown_disruption_field),
         ("PodMonitor", _bad_interval),
         ("PodMonitor", _unknown_monitor_field),
+        ("ScaledObject", _number_in_trigger_metadata),
+        ("ScaledObject", _deployment_style_target),
     ],
 )
 def test_validators_reject_broken_objects(

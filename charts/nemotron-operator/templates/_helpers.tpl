@@ -91,6 +91,11 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
   verbs: ["list", "watch", "create", "patch", "delete"]
+# The weight download Job of a shared cache (render/download_job.py): run once before the
+# serving pods start; its pods are read through the pods rule below (the failing pod's message).
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["list", "watch", "create", "patch", "delete"]
 # spec.networkPolicy's (render/network_policy.py)
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]

@@ -19,7 +19,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children, desired, finalizer, gateway, keda
+from nemotron_operator.controller import children, desired, download_gate, finalizer, gateway, keda
 from nemotron_operator.controller.adapters import AdapterSync
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
@@ -187,10 +187,12 @@ class Reconciler:
             created=raw["metadata"].get("creationTimestamp"),
         )
         apply_error: str | None = None
-        pods = await children.read_instance(
-            self.kube, self.cache, PODS, names.namespace, names.instance
+        pods, download_pods = download_gate.split_pods(
+            await children.read_instance(
+                self.kube, self.cache, PODS, names.namespace, names.instance
+            )
         )
-        held = Held([], frozenset(), None)
+        held, waiting = Held([], frozenset(), None), download_gate.Gated([], frozenset(), None)
         gateway_state = gateway.assess(
             read.deployment,
             served,
@@ -201,13 +203,16 @@ class Reconciler:
         # spec keep serving, and status says why nothing changes.
         if read.planned is not None:
             held = self._rollout(read, live, pods)
-            desired = held.desired
+            # A shared cache: the serving pods wait for the download Job (download_gate.py).
+            waiting = download_gate.gate(held.desired, live, download_pods)
+            desired = waiting.desired
             if gateway_state is not None and gateway_state[0] != "True":
                 desired = gateway.without_gateway(desired)
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await finalizer.hold(self.kube, self.deployments, raw, True)
-            apply_error = await self._sync(desired, live, served, outcome, keep=held.keep)
+            keep = held.keep | waiting.keep
+            apply_error = await self._sync(desired, live, served, outcome, keep=keep)
             deleted = set(outcome.deleted)
             pools_left = [
                 p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted
@@ -216,7 +221,7 @@ class Reconciler:
                 await finalizer.hold(self.kube, self.deployments, raw, False)
         inputs = await self._status_inputs(read, live, pods, apply_error)
         outcome.startup = inputs.startup
-        inputs = dataclasses.replace(inputs, rollout=held.state)
+        inputs = dataclasses.replace(inputs, rollout=held.state, download=waiting.blocker)
         routed = None
         if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
             routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)

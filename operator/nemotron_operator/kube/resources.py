@@ -42,6 +42,8 @@ SERVICES = Resource("", "v1", "services", "Service")
 PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 EVENTS = Resource("", "v1", "events", "Event")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet")
+# The weight download of a shared cache (render/download_job.py).
+JOBS = Resource("batch", "v1", "jobs", "Job")
 POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonitor")
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
@@ -89,6 +91,7 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
         (
             NODE_POOLS,
             PERSISTENT_VOLUME_CLAIMS,
+            JOBS,
             SERVICES,
             STATEFULSETS,
             POD_DISRUPTION_BUDGETS,

@@ -7,6 +7,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.render import (
     checks,
+    download_job,
     dra,
     engine,
     gateway,
@@ -27,6 +28,7 @@ from nemotron_operator.render.workload import build_statefulsets
 KIND_ORDER = (
     "NodePool",
     "PersistentVolumeClaim",
+    "Job",
     "ServiceAccount",
     "Role",
     "RoleBinding",
@@ -66,6 +68,11 @@ def render_all(
         objects.append(pool)
     if storage.builds_shared_claim(deployment):
         objects.append(storage.build_persistent_volume_claim(deployment, names, weight_bytes))
+    job = download_job.build_download_job(
+        deployment, names, model_dir=settings.model_path, weight_bytes=weight_bytes
+    )
+    if job is not None:
+        objects.append(job)
     objects.append(services.build_headless_service(names, multi_node=plan.nodes_per_replica > 1))
     objects.append(services.build_service(names))
     objects += build_statefulsets(

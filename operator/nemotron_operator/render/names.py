@@ -33,12 +33,16 @@ PLAN = f"{DOMAIN}/plan"
 # The LoRA adapters the serving pods should serve (runtime loading; render/adapters.py).
 ADAPTERS = f"{DOMAIN}/adapters"
 MODEL = f"{DOMAIN}/model"
+# An annotation of the download Job (render/download_job.py): the revision it fetches (its name
+# carries a digest of everything it runs, so a new revision is a new Job).
+MODEL_REVISION = f"{DOMAIN}/model-revision"
 OWNER = f"{DOMAIN}/owner"  # namespace/name of the NemotronDeployment, on cluster-scoped objects
 
 WEIGHTS_VOLUME = "weights"  # the pod volume of the weight cache (render/storage.py)
 
 COMPONENT_SERVING = "serving"
 COMPONENT_WEIGHTS = "weights"
+COMPONENT_DOWNLOAD = "weights-download"  # the download Job and its pods
 COMPONENT_NODE_POOL = "node-pool"
 COMPONENT_MONITORING = "monitoring"
 COMPONENT_GATEWAY = "inference-gateway"
@@ -150,6 +154,10 @@ class Names:
     @property
     def shared_cache_claim(self) -> str:
         return with_suffix(self.base, "weights")
+
+    def download_job(self, digest: str) -> str:
+        """The weight download Job of a shared cache; ``digest`` names what it runs."""
+        return with_suffix(self.base, f"download-{digest}")
 
     @property
     def node_pool(self) -> str:

@@ -181,7 +181,7 @@ def _mounts(deployment: NemotronDeployment) -> list[dict[str, Any]]:
     return mounts
 
 
-def _tolerations(deployment: NemotronDeployment) -> list[dict[str, Any]]:
+def tolerations(deployment: NemotronDeployment) -> list[dict[str, Any]]:
     tolerations: list[dict[str, Any]] = [
         {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
     ]
@@ -241,7 +241,13 @@ def build_pod_template(
     image = spec.engine.image
     scratch = {"name": "scratch", "mountPath": SCRATCH_MOUNT}
     download = storage.build_download_container(
-        deployment, image, settings.model_path, container_security_context(), scratch
+        deployment,
+        image,
+        settings.model_path,
+        container_security_context(),
+        scratch,
+        # A shared cache is filled by the download Job before these pods start.
+        base_weights=not storage.builds_shared_claim(deployment),
     )
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
@@ -253,7 +259,7 @@ def build_pod_template(
         "nodeSelector": dict(
             sorted({**spec.scheduling.node_selector, GPU_PRODUCT_LABEL: plan.gpu_product}.items())
         ),
-        "tolerations": _tolerations(deployment),
+        "tolerations": tolerations(deployment),
     }
     if spec.verification.enabled:
         # The pod takes traffic (Ready, in the Service's endpoints) only once the operator set

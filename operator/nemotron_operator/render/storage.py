@@ -147,15 +147,21 @@ def build_download_container(
     model_dir: str,
     security_context: dict[str, Any],
     scratch_mount: dict[str, Any],
+    *,
+    base_weights: bool = True,
+    adapter_weights: bool = True,
 ) -> dict[str, Any] | None:
-    """The init container that fills the cache: the base weights from the Hub, and the LoRA
+    """The container that fills the cache: the base weights from the Hub, and the LoRA
     adapters the pod template lists (render/adapters.py ``downloads``). None when there is
-    nothing to fetch (weights on an existing claim, no such adapter)."""
+    nothing to fetch (weights on an existing claim, no such adapter). The serving pods' init
+    container, and the download Job's container (render/download_job.py): with a Job, the pods
+    leave the base weights to it (``base_weights=False``) and the Job leaves the adapters to
+    the pods (``adapter_weights=False``)."""
     source = deployment.spec.model.source
-    fetched = adapters.downloads(deployment)
-    if source.hugging_face is None and not fetched:
+    fetched = adapters.downloads(deployment) if adapter_weights else ()
+    weights = source.hugging_face is not None and base_weights
+    if not weights and not fetched:
         return None
-    weights = source.hugging_face is not None
     env: list[dict[str, Any]] = [
         {"name": "MODEL_ID", "value": deployment.spec.model.id if weights else ""},
         {"name": "MODEL_REVISION", "value": deployment.spec.model.revision},
@@ -164,6 +170,7 @@ def build_download_container(
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
     ]
     token = source.hugging_face.token_secret_ref if source.hugging_face is not None else None
+    token = token if weights else None
     if token is not None:
         # The kubelet resolves the Secret; the operator never reads it (no Secret RBAC).
         ref = {"name": token.name, "key": token.key}

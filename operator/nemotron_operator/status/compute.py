@@ -13,6 +13,7 @@ from nemotron_operator.status import readiness as r
 from nemotron_operator.status import startup as s
 from nemotron_operator.status.capacity import Capacity
 from nemotron_operator.status.conditions import ordered, transition
+from nemotron_operator.status.download import DOWNLOAD_FAILED
 from nemotron_operator.status.rollout import CANARY_PAUSED, ROLLOUT_STALLED, RolloutState
 
 PLANNED = "Planned"
@@ -78,6 +79,8 @@ class StatusInputs:
     startup: s.Startup | None = None
     predicted_startup: s.Prediction | None = None
     rollout: RolloutState | None = None  # spec.rollout (status/rollout.py)
+    # The shared cache's download Job while the serving pods wait for it (status/download.py).
+    download: r.Blocker | None = None
 
 
 def _plan_summary(plan: Plan) -> str:
@@ -136,6 +139,8 @@ def _phase(degraded: Condition, all_ready: bool, capacity: Condition, blocker: A
 def _blocker(inputs: StatusInputs) -> r.Blocker | None:
     """The one reason not everything is ready and up to date, most telling first."""
     blocker = inputs.readiness.blocker if inputs.readiness is not None else None
+    if inputs.download is not None:  # the serving pods wait for it: they say nothing yet
+        blocker = inputs.download
     if inputs.apply_error is not None:  # outranks what the pods say: they run an old spec
         blocker = r.Blocker(APPLY_REJECTED, f"the API server refused a child: {inputs.apply_error}")
     rollout = inputs.rollout
@@ -152,7 +157,8 @@ def _planned(
     blocker = _blocker(inputs)
     rollout = inputs.rollout
     stuck = blocker is not None and (
-        blocker.reason in r.STUCK or blocker.reason in {APPLY_REJECTED, ROLLOUT_STALLED}
+        blocker.reason in r.STUCK
+        or blocker.reason in {APPLY_REJECTED, ROLLOUT_STALLED, DOWNLOAD_FAILED}
     )
     all_ready = ready >= inputs.replicas > 0  # at zero replicas nothing serves: Idle
     serving = f"{ready}/{inputs.replicas} replica(s) ready"

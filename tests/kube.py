@@ -27,6 +27,7 @@ from nemotron_sim.background import Background
 from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubecluster import KubeCluster
+from nemotron_sim.kubelet.kubelet import KubeletSettings
 from tests import polling
 from tests.kubectl import run_kubectl
 
@@ -295,7 +296,10 @@ class KubeHandle:
             cluster.set_kv_cache_bias(0.0)
             cluster.set_output_faults(frozenset())
             cluster.set_startup_seconds(
-                load=cluster.default_load_seconds, compile_=0.0, capture=0.0
+                load=cluster.default_load_seconds,
+                compile_=0.0,
+                capture=0.0,
+                download=KubeletSettings.download_seconds,
             )
             if cluster.kubelet is not None:
                 cluster.kubelet.compile_caches.clear()

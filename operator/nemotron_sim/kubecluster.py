@@ -333,9 +333,11 @@ class KubeCluster:
         load: float | None = None,
         compile_: float | None = None,
         capture: float | None = None,
+        download: float | None = None,
     ) -> None:
         """Stand-in vLLMs started from now on take these seconds to load the weights, torch.compile
-        (skipped when their compile cache is warm) and capture CUDA graphs; None keeps a phase."""
+        (skipped when their compile cache is warm) and capture CUDA graphs, and a download Job's
+        stand-in container this long (kubelet/batch_pods.py); None keeps a phase."""
 
         def changed(settings: KubeletSettings) -> KubeletSettings:
             return dataclasses.replace(
@@ -343,6 +345,7 @@ class KubeCluster:
                 load_seconds=settings.load_seconds if load is None else load,
                 compile_seconds=settings.compile_seconds if compile_ is None else compile_,
                 capture_seconds=settings.capture_seconds if capture is None else capture,
+                download_seconds=settings.download_seconds if download is None else download,
             )
 
         if self.kubelet is not None:

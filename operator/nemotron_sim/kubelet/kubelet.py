@@ -27,6 +27,7 @@ from nemotron_sim.kubeapi.client import ApiStatusError
 from nemotron_sim.kubeapi.kinds import PODS, SECRETS
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubeapi.store import ObjectStore
+from nemotron_sim.kubelet.batch_pods import run_to_completion, runs_to_completion
 from nemotron_sim.kubelet.claims import wait_for_claims
 from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
 from nemotron_sim.kubelet.images import ImagePrograms
@@ -61,6 +62,9 @@ class KubeletSettings:
     compile_seconds: float = 0.0  # its torch.compile (skipped on a warm compile cache)
     capture_seconds: float = 0.0  # its CUDA graph capture
     init_seconds: float = 0.05  # how long each init container "runs"
+    # How long a stand-in container of a pod that runs to completion "runs" (the download Job's:
+    # batch_pods.py).
+    download_seconds: float = 0.05
     probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
     crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
     crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
@@ -272,6 +276,12 @@ class Kubelet:
             if running.volumes is not None:  # the download step's adapters (stand_in_volumes.py)
                 fetch_adapters(container_env(pod, spec), running.volumes.mounts(spec))
             init.complete(started, now_rfc3339())
+        if runs_to_completion(pod) and not stubs and not self.processes.wants(pod):  # a Job's
+            write = lambda: self._write(running, model)  # noqa: E731
+            await run_to_completion(
+                pod, model, running.volumes, write, self.settings.download_seconds
+            )
+            return
         model.phase = "Running"
         probes: list[asyncio.Task[None]] = []
         specs = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}

@@ -28,6 +28,7 @@ _WARNING = {
 _PROGRESS = frozenset(
     {
         "LoadingModel",
+        "DownloadingWeights",  # a shared cache's download Job runs (status/download.py)
         "Verifying",
         "WaitingForPods",
         "RolloutInProgress",

@@ -42,6 +42,9 @@ UNUSED_GRANTS: dict[Grant, str] = {
     ("", "persistentvolumeclaims", "create"): _SHARED_CACHE,
     ("", "persistentvolumeclaims", "patch"): _SHARED_CACHE,
     ("", "persistentvolumeclaims", "delete"): _SHARED_CACHE,
+    ("batch", "jobs", "create"): _SHARED_CACHE + ": its download Job",
+    ("batch", "jobs", "patch"): _SHARED_CACHE + ": its download Job",
+    ("batch", "jobs", "delete"): _SHARED_CACHE + ": its download Job, pruned for a new revision",
     ("serving.nemotron.io", "nemotrondeployments", "patch"): (
         "the NodePool finalizer, only with spec.nodePool.provisioner Karpenter"
     ),

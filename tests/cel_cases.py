@@ -177,6 +177,20 @@ CASES = [
         "shared cache needs accessModes to include ReadWriteMany",
     ),
     Case(
+        "!has(self.nodeLocal) || !self.shared",
+        set_("spec.storage.cache", {"nodeLocal": {"path": "/var/lib/nemotron/models"}}),
+        set_(
+            "spec.storage.cache",
+            {
+                "shared": True,
+                "accessModes": ["ReadWriteMany"],
+                "nodeLocal": {"path": "/var/lib/nemotron/models"},
+            },
+        ),
+        "spec.storage.cache.nodeLocal",
+        "set nodeLocal or shared, not both",
+    ),
+    Case(
         "!has(self.model.source.pvc)",
         both(drop("spec.storage"), set_("spec.model.source", {"pvc": {"claimName": "w"}})),
         set_("spec.model.source", {"pvc": {"claimName": "w"}}),

@@ -180,6 +180,25 @@ def _default_access_modes() -> list[AccessMode]:
     return ["ReadWriteOnce"]
 
 
+# An absolute directory on the node: segments never begin with a dot (no "..", no hidden
+# directories), no trailing slash.
+NodePath = Annotated[
+    str,
+    StringConstraints(min_length=2, max_length=256, pattern=r"^(/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$"),
+]
+
+
+class NodeLocalCache(ApiModel):
+    """A weight cache on each node's own disk (a hostPath directory), for clusters without
+    ReadWriteMany storage: the second pod on a node finds the weights and skips the download."""
+
+    path: NodePath = Field(
+        description="The node's directory, e.g. /var/lib/nemotron/models (created when "
+        "missing). hostPath: the pods need the privileged Pod Security level; the directory is "
+        "shared by every deployment on the node that names it, and nothing cleans it up."
+    )
+
+
 class CacheSpec(ApiModel):
     """The weight cache volume that the download fills."""
 
@@ -189,7 +208,13 @@ class CacheSpec(ApiModel):
                 "!self.shared || self.accessModes.exists(m, m == 'ReadWriteMany')",
                 "a shared cache needs accessModes to include ReadWriteMany",
                 ".accessModes",
-            )
+            ),
+            cel(
+                "!has(self.nodeLocal) || !self.shared",
+                "a node-local cache is one directory per node, a shared cache one claim for "
+                "all pods: set nodeLocal or shared, not both",
+                ".nodeLocal",
+            ),
         )
     }
 
@@ -208,6 +233,11 @@ class CacheSpec(ApiModel):
         default=False,
         description="One claim shared by every pod (needs ReadWriteMany) instead of one claim "
         "per pod.",
+    )
+    node_local: NodeLocalCache | None = Field(
+        default=None,
+        description="A directory on each node (hostPath) instead of a claim; the other cache "
+        "fields then do not apply. Exclusive with shared.",
     )
 
 

@@ -144,6 +144,7 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "!self.shared || self.accessModes.exists(m, m == 'ReadWriteMany')": lambda s: (
         not s["shared"] or "ReadWriteMany" in s["accessModes"]
     ),
+    "!has(self.nodeLocal) || !self.shared": lambda s: not _has(s, "nodeLocal") or not s["shared"],
     "!has(self.httpRoute) || self.enabled": lambda s: not _has(s, "httpRoute") or s["enabled"],
     "!self.enabled || size(self.apiFromNamespaces) > 0": lambda s: (
         not s["enabled"] or len(s["apiFromNamespaces"]) > 0

@@ -7,7 +7,7 @@ Every problem names its field; all problems are reported at once.
 
 from __future__ import annotations
 
-from nemotron_operator.api import ModelSpec, NemotronDeployment, Plan
+from nemotron_operator.api import CacheSpec, ModelSpec, NemotronDeployment, Plan
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_rules import Action
@@ -21,6 +21,32 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # these names (model-facts.md §4: "No ultra_v3 or super_v3 built-in in v0.31/v0.33").
 DEFAULT_REVISION = ModelSpec.model_fields["revision"].default
 PLUGIN_ONLY_PARSERS = frozenset({"super_v3", "ultra_v3", "nano_v3"})
+
+
+def _node_local(cache: CacheSpec | None) -> list[FieldError]:
+    """A node-local cache is a directory, not a claim: the claim's fields do not apply (the CEL
+    rule refuses nodeLocal with shared; repeated here for the CLI and the renderer)."""
+    if cache is None or cache.node_local is None:
+        return []
+    errors = []
+    if cache.shared:
+        errors.append(
+            FieldError(
+                "spec.storage.cache.nodeLocal",
+                "a node-local cache is one directory per node, a shared cache one claim for all "
+                "pods: set nodeLocal or shared, not both",
+            )
+        )
+    for field, value in (("size", cache.size), ("storageClassName", cache.storage_class_name)):
+        if value is not None:
+            errors.append(
+                FieldError(
+                    f"spec.storage.cache.{field}",
+                    "configures a claim and does not apply to spec.storage.cache.nodeLocal (a "
+                    f"directory on the node): remove spec.storage.cache.{field}",
+                )
+            )
+    return errors
 
 
 def check(
@@ -256,6 +282,7 @@ def _placement(deployment: NemotronDeployment, gpu_product: str) -> list[FieldEr
                 "a shared cache needs accessModes to include ReadWriteMany",
             )
         )
+    errors += _node_local(cache)
     errors += _dra(deployment)
     pool = spec.node_pool
     if pool.provisioner == "Karpenter" and pool.karpenter is None:

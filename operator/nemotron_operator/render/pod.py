@@ -265,8 +265,9 @@ def build_pod_template(
         # The pod takes traffic (Ready, in the Service's endpoints) only once the operator set
         # this condition: after the behavioural check (controller/verification.py).
         pod["readinessGates"] = [{"conditionType": n.VERIFIED_CONDITION}]
-    if download is not None:
-        pod["initContainers"] = [download]
+    init = [storage.build_cache_owner_container(deployment, RUN_AS_USER), download]
+    if any(container is not None for container in init):
+        pod["initContainers"] = [container for container in init if container is not None]
     pod["containers"] = [
         build_vllm_container(
             deployment,

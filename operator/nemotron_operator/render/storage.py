@@ -73,7 +73,16 @@ def uses_claim_template(deployment: NemotronDeployment) -> bool:
     if deployment.spec.model.source.hugging_face is None:  # an existing claim, or streamed
         return False
     storage = deployment.spec.storage
-    return storage is None or not storage.cache.shared
+    return storage is None or not (storage.cache.shared or storage.cache.node_local)
+
+
+def node_local_path(deployment: NemotronDeployment) -> str | None:
+    """The node's directory of a node-local cache (``storage.cache.nodeLocal``), else None."""
+    storage = deployment.spec.storage
+    if deployment.spec.model.source.hugging_face is None or storage is None:
+        return None
+    local = storage.cache.node_local
+    return local.path if local is not None else None
 
 
 def _claim_spec(deployment: NemotronDeployment, weight_bytes: int) -> dict[str, Any]:
@@ -121,7 +130,8 @@ def has_weights_volume(deployment: NemotronDeployment) -> bool:
 def builds_shared_claim(deployment: NemotronDeployment) -> bool:
     """The shared cache claim ``<name>-weights`` is rendered (``storage.cache.shared``)."""
     source = deployment.spec.model.source
-    return source.hugging_face is not None and not uses_claim_template(deployment)
+    storage = deployment.spec.storage
+    return source.hugging_face is not None and storage is not None and storage.cache.shared
 
 
 def weights_volume(deployment: NemotronDeployment, names: Names) -> dict[str, Any] | None:
@@ -135,6 +145,9 @@ def weights_volume(deployment: NemotronDeployment, names: Names) -> dict[str, An
         return {"name": WEIGHTS_VOLUME, "persistentVolumeClaim": claim}
     if uses_claim_template(deployment):
         return None
+    local = node_local_path(deployment)
+    if local is not None:
+        return {"name": WEIGHTS_VOLUME, "hostPath": {"path": local, "type": "DirectoryOrCreate"}}
     return {
         "name": WEIGHTS_VOLUME,
         "persistentVolumeClaim": {"claimName": names.shared_cache_claim},
@@ -194,6 +207,38 @@ def build_download_container(
         "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
         "securityContext": security_context,
         "volumeMounts": [*mounts, scratch_mount],
+    }
+
+
+# A node-local cache's directory is created by the kubelet as root (hostPath DirectoryOrCreate,
+# mode 0755), and fsGroup does not apply to hostPath volumes: this init container, the only one
+# that runs as root, creates the subPath directories the other containers mount (the kubelet
+# would create those as root too) and hands them to the serving user. Capabilities: CHOWN, and
+# DAC_OVERRIDE for a directory already handed over. docs/startup.md, "The node-local cache".
+CACHE_OWNER_CONTAINER = "cache-owner"
+
+
+def build_cache_owner_container(deployment: NemotronDeployment, uid: int) -> dict[str, Any] | None:
+    if node_local_path(deployment) is None:
+        return None
+    directories = [".", COMPILE_CACHE_SUBPATH, adapters.ADAPTER_CACHE_SUBPATH]
+    script = (
+        f"set -eu\ncd {MODEL_MOUNT}\nmkdir -p {' '.join(directories[1:])}\n"
+        f"chown {uid}:{uid} {' '.join(directories)}\n"
+    )
+    return {
+        "name": CACHE_OWNER_CONTAINER,
+        "image": deployment.spec.engine.image,
+        "command": ["sh", "-c", script],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "DAC_OVERRIDE"]},
+        },
+        "volumeMounts": [{"name": WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT}],
     }
 
 

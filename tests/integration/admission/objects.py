@@ -44,6 +44,8 @@ def raw_bases() -> list[dict[str, Any]]:
     full["metadata"]["name"] = "base-full"
     full["status"] = full_status()
     full["spec"]["scheduling"]["affinity"] = {"nodeAffinity": {}}
+    # A node-local weight cache (its path's pattern and length are probed here).
+    full["spec"]["storage"]["cache"]["nodeLocal"] = {"path": "/var/lib/nemotron/models"}
     karpenter = copy.deepcopy(full)
     karpenter["metadata"]["name"] = "base-karpenter"
     karpenter["spec"]["nodePool"] = {

@@ -421,6 +421,11 @@ CASES: dict[str, Case] = {
         {"storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}}},
         kind("PersistentVolumeClaim"),
     ),
+    "spec.storage.cache.nodeLocal.path": Case(
+        {"storage": {"cache": {"nodeLocal": {"path": "/mnt/nvme/models"}}}},
+        pod_field("volumes"),
+        merge(BASE, {"storage": {"cache": {"nodeLocal": {"path": "/var/lib/nemotron/models"}}}}),
+    ),
     "spec.scheduling.nodeSelector": Case(
         {"scheduling": {"nodeSelector": {"zone": "a"}}}, pod_field("nodeSelector")
     ),

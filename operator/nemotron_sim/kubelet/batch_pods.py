@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from nemotron_sim.kubelet.events import log, now_rfc3339
@@ -48,14 +49,51 @@ def stand_in_download(env: Mapping[str, str], mounts: Mapping[str, str]) -> tupl
             f"Revision Not Found for url: https://huggingface.co/api/models/{model}/revision/"
             f"{revision}.\nInvalid rev id: {revision}"
         )
+    _write_marker(env, mounts)
+    return 0, ""
+
+
+def _write_marker(env: Mapping[str, str], mounts: Mapping[str, str]) -> None:
+    marker = _weights_marker(env, mounts)
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        want = f"{env.get('MODEL_ID', '')}@{env.get('MODEL_REVISION', '')}"
+        marker.write_text(want + "\n", encoding="utf-8")
+
+
+def _weights_marker(env: Mapping[str, str], mounts: Mapping[str, str]) -> Path | None:
     directory = env.get("MODEL_DIR", "")
     target = resolve_mount(directory, mounts)
     if target is None:
         log.info("stand-in download: %s is on no volume; the weights are lost", directory)
-        return 0, ""
-    target.mkdir(parents=True, exist_ok=True)
-    (target / COMPLETE_MARKER).write_text(f"{model}@{revision}\n", encoding="utf-8")
-    return 0, ""
+        return None
+    return target / COMPLETE_MARKER
+
+
+def weights_present(env: Mapping[str, str], mounts: Mapping[str, str]) -> bool:
+    """The download script's check: the marker names this ``MODEL_ID@MODEL_REVISION`` (True
+    when the step fetches no base weights at all)."""
+    if not env.get("MODEL_ID"):
+        return True
+    marker = _weights_marker(env, mounts)
+    want = f"{env['MODEL_ID']}@{env.get('MODEL_REVISION', '')}"
+    return marker is None or (
+        marker.is_file() and marker.read_text(encoding="utf-8").strip() == want
+    )
+
+
+async def run_init_download(
+    env: Mapping[str, str], mounts: Mapping[str, str], *, init_seconds: float, download: float
+) -> None:
+    """The serving pods' download init container: ``download`` seconds when its weights are
+    not in the cache yet (then the marker is written), else ``init_seconds`` — how a second
+    start on the same node-local cache or claim skips the download. The fault knob does not
+    apply here. Then its adapters (stand_in_volumes.py)."""
+    fetch = not weights_present(env, mounts)
+    await asyncio.sleep(download if fetch else init_seconds)
+    if fetch:
+        _write_marker(env, mounts)
+    fetch_adapters(env, mounts)
 
 
 async def run_to_completion(

@@ -27,7 +27,11 @@ from nemotron_sim.kubeapi.client import ApiStatusError
 from nemotron_sim.kubeapi.kinds import PODS, SECRETS
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubeapi.store import ObjectStore
-from nemotron_sim.kubelet.batch_pods import run_to_completion, runs_to_completion
+from nemotron_sim.kubelet.batch_pods import (
+    run_init_download,
+    run_to_completion,
+    runs_to_completion,
+)
 from nemotron_sim.kubelet.claims import wait_for_claims
 from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
 from nemotron_sim.kubelet.images import ImagePrograms
@@ -37,7 +41,7 @@ from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_se
 from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
 from nemotron_sim.kubelet.process_runner import RunnerSettings
-from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, fetch_adapters, stand_in_volumes
+from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, stand_in_volumes
 from nemotron_sim.kubelet.stand_ins import (
     is_vllm_serve,
     node_gpu_product,
@@ -222,7 +226,9 @@ class Kubelet:
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
         workdir = self.processes.workdir
-        running.volumes = stand_in_volumes(pod, workdir / "stand-in-pods", workdir / "claims")
+        running.volumes = stand_in_volumes(
+            pod, workdir / "stand-in-pods", workdir / "claims", workdir / "nodes"
+        )
         gpu_product = node_gpu_product(self._store, (pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             if self.settings.programs.runs(container):
@@ -272,9 +278,14 @@ class Kubelet:
             started = now_rfc3339()
             init.run(started)
             self._write(running, model)  # the first one also reports the pod IP
-            await asyncio.sleep(self.settings.init_seconds)
-            if running.volumes is not None:  # the download step's adapters (stand_in_volumes.py)
-                fetch_adapters(container_env(pod, spec), running.volumes.mounts(spec))
+            if running.volumes is not None:  # the download step: weights, adapters (batch_pods)
+                await run_init_download(
+                    container_env(pod, spec), running.volumes.mounts(spec),
+                    init_seconds=self.settings.init_seconds,
+                    download=self.settings.download_seconds,
+                )  # fmt: skip
+            else:
+                await asyncio.sleep(self.settings.init_seconds)
             init.complete(started, now_rfc3339())
         if runs_to_completion(pod) and not stubs and not self.processes.wants(pod):  # a Job's
             write = lambda: self._write(running, model)  # noqa: E731

@@ -3,9 +3,11 @@
 them, so the stand-in vLLM finds a LoRA adapter where vLLM would, or does not find it.
 
 - A volume is a directory: a claim's is ``<claims root>/<namespace>/<claim>`` (shared with the
-  process pods, it outlives the pod), an ``emptyDir``'s lives under the pod's directory and goes
-  with it. Other volume types are not materialized (nothing in them is read). Directories are
-  created only when something is written, so an untouched volume costs nothing.
+  process pods, it outlives the pod), a ``hostPath``'s ``<nodes root>/<node>/<path>`` (the
+  node's own disk: shared by its pods, outlives them), an ``emptyDir``'s lives under the pod's
+  directory and goes with it. Other volume types are not materialized (nothing in them is
+  read). Directories are created only when something is written, so an untouched volume costs
+  nothing.
 - A container sees its mounts as ``NEMOTRON_SIM_MOUNTS`` (``{mountPath: directory}``, the
   convention of the process pods, podfiles.py); the stand-in vLLM resolves adapter paths with it
   (nemotron_sim/vllm/lora.py).
@@ -60,18 +62,26 @@ class StandInVolumes:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def stand_in_volumes(pod: Mapping[str, Any], pods_root: Path, claims_root: Path) -> StandInVolumes:
+def stand_in_volumes(
+    pod: Mapping[str, Any], pods_root: Path, claims_root: Path, nodes_root: Path | None = None
+) -> StandInVolumes:
+    """``nodes_root``: where the simulated nodes' filesystems live; a ``hostPath`` volume is
+    ``<nodes_root>/<node>/<path>``, shared by the node's pods and outliving them."""
     md = pod.get("metadata") or {}
     namespace = str(md.get("namespace") or "default")
     root = pods_root / f"{namespace}_{md.get('name')}_{str(md.get('uid', ''))[:8]}"
+    node = str((pod.get("spec") or {}).get("nodeName") or "")
     volumes: dict[str, Path] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         name = str(volume.get("name", ""))
         claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        host_path = str((volume.get("hostPath") or {}).get("path") or "")
         if claim:
             volumes[name] = claims_root / namespace / str(claim)
         elif "emptyDir" in volume:
             volumes[name] = root / "volumes" / name
+        elif host_path and node and nodes_root is not None:
+            volumes[name] = nodes_root / node / host_path.lstrip("/")
     return StandInVolumes(root, volumes)
 
 

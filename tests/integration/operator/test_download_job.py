@@ -15,6 +15,7 @@ from datetime import datetime
 
 from nemotron_sim.kubeapi.resources import ResourceKey
 from tests.integration.operator.helpers import (
+    CLAIMS,
     NAMESPACE,
     PODS,
     STATEFULSETS,
@@ -96,3 +97,44 @@ def test_one_download_job_for_three_replicas_then_the_pods_start(
     assert names[0] != job["metadata"]["name"]  # the old revision's Job was pruned
     # The serving pods of the old revision were held as they were: still three, still serving.
     assert status(cluster)["readyReplicas"] == 3
+
+
+def test_a_node_local_cache_makes_the_second_start_on_a_node_skip_the_download(
+    operator_process: OperatorProcess,
+) -> None:
+    """spec.storage.cache.nodeLocal: the weights in a directory of the node (the stand-in
+    kubelet's per-node directory for a hostPath); the second start on that node finds the
+    download's marker, and its Downloading phase is about 0 s instead of the download's."""
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    cluster.call(lambda c: c.set_startup_seconds(download=DOWNLOAD_SECONDS))
+    local = {"cache": {"nodeLocal": {"path": "/var/lib/nemotron/models"}}}
+    # One B200 node in the cluster: every start of this pod is on the same node.
+    only_b200 = {"gpu": {"products": ["NVIDIA-B200"]}}
+    apply(
+        cluster,
+        deployment(storage=local, capacity=only_b200, verification={"enabled": False}),
+    )
+    wait_ready(cluster, seconds=60)
+    cold = status(cluster)["startup"]["lastObserved"]
+    [pod] = [p for p in children(cluster, PODS) if "job-name" not in p["metadata"]["labels"]]
+    node = pod["spec"]["nodeName"]
+    volume = next(v for v in pod["spec"]["volumes"] if v["name"] == "weights")
+    assert volume["hostPath"]["type"] == "DirectoryOrCreate"
+    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["cache-owner", "download"]
+    assert children(cluster, CLAIMS) == []
+    cluster.kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=false")
+    cluster.wait_until(
+        lambda: (
+            (status(cluster).get("startup") or {}).get("lastObserved", {}).get("readyAt")
+            not in (None, cold["readyAt"])
+        ),
+        seconds=60,
+        what="a second start observed",
+    )
+    warm = status(cluster)["startup"]["lastObserved"]
+    print(f"node-local cache: first start {cold}\nsecond start on {node}: {warm}")
+    [again] = [p for p in children(cluster, PODS) if "job-name" not in p["metadata"]["labels"]]
+    assert again["spec"]["nodeName"] == node
+    assert cold["downloadingSeconds"] >= DOWNLOAD_SECONDS - 1  # timestamps are to the second
+    assert warm["downloadingSeconds"] <= 1

@@ -4,10 +4,17 @@ Hub does not have, with hf's error as the message."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
-from nemotron_sim.kubelet.batch_pods import runs_to_completion, stand_in_download
-from nemotron_sim.kubelet.stand_in_volumes import COMPLETE_MARKER
+from nemotron_sim.kubelet.batch_pods import (
+    run_init_download,
+    runs_to_completion,
+    stand_in_download,
+    weights_present,
+)
+from nemotron_sim.kubelet.stand_in_volumes import COMPLETE_MARKER, stand_in_volumes
 
 MODEL = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 
@@ -33,3 +40,30 @@ def test_only_pods_that_do_not_restart_run_to_completion() -> None:
     assert runs_to_completion({"spec": {"restartPolicy": "OnFailure"}})
     assert not runs_to_completion({"spec": {"restartPolicy": "Always"}})
     assert not runs_to_completion({"spec": {}})
+
+
+def test_a_host_path_is_the_nodes_own_directory(tmp_path: Path) -> None:
+    pod = {
+        "metadata": {"name": "p", "namespace": "ai", "uid": "u"},
+        "spec": {
+            "nodeName": "gpu-0",
+            "volumes": [{"name": "weights", "hostPath": {"path": "/var/lib/m"}}],
+        },
+    }
+    volumes = stand_in_volumes(pod, tmp_path / "pods", tmp_path / "claims", tmp_path / "nodes")
+    assert volumes.volumes["weights"] == tmp_path / "nodes" / "gpu-0" / "var/lib/m"
+
+
+def test_the_init_download_is_skipped_once_the_marker_is_there(tmp_path: Path) -> None:
+    env = {"MODEL_ID": MODEL, "MODEL_REVISION": "main", "MODEL_DIR": f"/models/{MODEL}"}
+    mounts = {"/models": str(tmp_path)}
+    assert not weights_present(env, mounts)
+    started = time.monotonic()
+    asyncio.run(run_init_download(env, mounts, init_seconds=0.0, download=0.3))
+    assert time.monotonic() - started >= 0.3
+    assert weights_present(env, mounts)
+    started = time.monotonic()
+    asyncio.run(run_init_download(env, mounts, init_seconds=0.0, download=5.0))
+    assert time.monotonic() - started < 1.0  # the second start on this cache skips it
+    assert weights_present({**env, "MODEL_ID": ""}, mounts)  # no base weights to fetch
+    assert not weights_present({**env, "MODEL_REVISION": "v2"}, mounts)  # a new revision

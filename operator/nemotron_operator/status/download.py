@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.render import names as n
-from nemotron_operator.status.readiness import Blocker
+from nemotron_operator.status.readiness import STUCK, UNSCHEDULABLE, Blocker, pod_blocker
 
 DOWNLOADING_WEIGHTS = "DownloadingWeights"
 DOWNLOAD_FAILED = "DownloadFailed"
@@ -65,6 +65,21 @@ def failure_message(job_name: str, pods: Sequence[Mapping[str, Any]]) -> str | N
     return f"pod {pod['metadata']['name']}: {text}"
 
 
+def _stuck_attempt(job_name: str, pods: Sequence[Mapping[str, Any]]) -> Blocker | None:
+    """An attempt that cannot start or keeps waiting (a missing token Secret, an image that
+    cannot be pulled, no node for it): the Job would wait for its deadline without failing, so
+    the pod's own blocker is reported, naming the Job."""
+    for pod in pods:
+        if ((pod.get("metadata") or {}).get("labels") or {}).get(JOB_NAME_LABEL) != job_name:
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        found = pod_blocker(pod)
+        if found is not None and (found.reason in STUCK or found.reason == UNSCHEDULABLE):
+            return Blocker(found.reason, f"download Job {job_name}: {found.message}")
+    return None
+
+
 def assess_download(
     desired: Mapping[str, Any], live: Mapping[str, Any] | None, pods: Sequence[Mapping[str, Any]]
 ) -> DownloadState:
@@ -94,6 +109,9 @@ def assess_download(
                 "creates it again",
             ),
         )
+    stuck = _stuck_attempt(name, pods)
+    if stuck is not None:
+        return DownloadState(False, stuck)
     status = (live or {}).get("status") or {}
     failures = int(status.get("failed") or 0)
     since = f" since {status['startTime']}" if status.get("startTime") else ""

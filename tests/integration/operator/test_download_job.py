@@ -6,11 +6,15 @@ Three replicas: one Job, one download; the serving pods have no download init co
 created only after the Job completed; status says the weights are downloading meanwhile. A
 revision the stand-in Hub does not have (the ``missing`` prefix) fails every attempt: the
 condition carries the Job's reason and the failing pod's message (hf's error).
+
+A node-local cache (``spec.storage.cache.nodeLocal``, a hostPath): the second start on a node
+skips the download.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import datetime
 
 from nemotron_sim.kubeapi.resources import ResourceKey
@@ -107,8 +111,10 @@ def test_a_node_local_cache_makes_the_second_start_on_a_node_skip_the_download(
     download's marker, and its Downloading phase is about 0 s instead of the download's."""
     cluster = operator_process.cluster
     ensure_namespace(cluster, NAMESPACE)
-    cluster.call(lambda c: c.set_startup_seconds(download=DOWNLOAD_SECONDS))
-    local = {"cache": {"nodeLocal": {"path": "/var/lib/nemotron/models"}}}
+    # A load of 1.5 s: the second start's readyAt (to the second) differs from the first's.
+    cluster.call(lambda c: c.set_startup_seconds(download=DOWNLOAD_SECONDS, load=1.5))
+    # A directory of its own: the simulated nodes' disks outlive a test in the shared cluster.
+    local = {"cache": {"nodeLocal": {"path": f"/var/lib/nemotron/{uuid.uuid4().hex[:8]}"}}}
     # One B200 node in the cluster: every start of this pod is on the same node.
     only_b200 = {"gpu": {"products": ["NVIDIA-B200"]}}
     apply(

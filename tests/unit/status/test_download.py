@@ -18,7 +18,8 @@ from nemotron_operator.status.download import (
 )
 from tests.unit.render.fakes import make_plan, of_kind, render
 
-SHARED = {"storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}}}
+SHARED: dict[str, Any] = {"storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}}}
+TOKEN = {"source": {"huggingFace": {"tokenSecretRef": {"name": "hf", "key": "token"}}}}
 NOW = "2026-12-05T07:00:00Z"
 
 
@@ -141,3 +142,27 @@ def test_downloading_is_progress_and_a_failed_download_degrades() -> None:
     assert conditions["Degraded"].status == "True"
     assert conditions["Degraded"].reason == DOWNLOAD_FAILED
     assert "BackoffLimitExceeded" in conditions["Degraded"].message
+
+
+def test_an_attempt_waiting_for_its_token_secret_says_so() -> None:
+    (job,) = of_kind(render(SHARED | {"model": TOKEN}), "Job")
+    name = job["metadata"]["name"]
+    waiting = {
+        "name": "download",
+        "state": {
+            "waiting": {
+                "reason": "CreateContainerConfigError",
+                "message": 'secret "hf" not found',
+            }
+        },
+    }
+    pod = {
+        "metadata": {"name": f"{name}-x", "labels": {"batch.kubernetes.io/job-name": name}},
+        "status": {"phase": "Pending", "containerStatuses": [waiting]},
+    }
+    found = assess_download(job, live_job(job, active=1), [pod]).blocker
+    assert found is not None
+    assert found.reason == "SecretNotFound"
+    assert f"download Job {name}: pod {name}-x container download" in found.message
+    assert "spec.model.source.huggingFace.tokenSecretRef" in found.message
+    assert status_with(found)["Degraded"].status == "True"  # stuck: waiting will not help

@@ -37,7 +37,7 @@ from tests.integration.operator.helpers import (
     wait_ready,
 )
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
-from tests.kube import KubeHandle
+from tests.kube import TEST_CONTROLLER_QPS, KubeHandle
 
 ROOT = Path(__file__).resolve().parents[3]
 FAULT_CLUSTER: dict[str, Any] = {
@@ -46,6 +46,7 @@ FAULT_CLUSTER: dict[str, Any] = {
         node_monitor_grace_seconds=8,
         node_monitor_period_seconds=1,
         uncached_resources=("services",),
+        controller_qps=TEST_CONTROLLER_QPS,
     ),
     "renew_seconds": 1.0,
 }

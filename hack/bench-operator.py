@@ -139,10 +139,15 @@ async def floor_phase(
         # without this one's objects (and needs no nodes for them).
         batch_namespaces = {k[0] for k in keys}
         out["batches"][str(size)]["delete_s"] = round(
-            await client.delete_namespaces(batch_namespaces, args.timeout), 2
+            await client.delete_namespaces(
+                batch_namespaces, args.timeout, until_gone=args.mode != "tiny"
+            ),
+            2,
         )
         namespaces -= batch_namespaces
-    out["cleanup_s"] = round(await client.delete_namespaces(namespaces, args.timeout), 2)
+    out["cleanup_s"] = round(
+        await client.delete_namespaces(namespaces, args.timeout, until_gone=args.mode != "tiny"), 2
+    )
     return out
 
 

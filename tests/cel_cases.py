@@ -56,16 +56,50 @@ def drop(path: str) -> Callable[[Obj], None]:
 KARPENTER = {"nodeClassRef": {"name": "gpu"}}
 PLUGIN = {"configMapName": "p", "fileName": "p.py", "parserName": "super_v3"}
 
+S3 = {"uri": "s3://models/nvidia/nano", "credentialsSecretRef": {"name": "s3"}}
+
 CASES = [
     Case(
-        "has(self.huggingFace) != has(self.pvc)",
+        "(has(self.huggingFace) ? 1 : 0) + (has(self.pvc) ? 1 : 0)",
         both(drop("spec.storage"), set_("spec.model.source", {"pvc": {"claimName": "weights"}})),
         both(
             drop("spec.storage"),
             set_("spec.model.source", {"huggingFace": {}, "pvc": {"claimName": "weights"}}),
         ),
         "spec.model.source",
-        "exactly one of spec.model.source.huggingFace or spec.model.source.pvc",
+        "exactly one of spec.model.source.huggingFace, spec.model.source.pvc or "
+        "spec.model.source.objectStore",
+    ),
+    Case(
+        "(has(self.objectStore) ? 1 : 0) == 1",
+        both(drop("spec.storage"), set_("spec.model.source", {"objectStore": S3})),
+        both(
+            drop("spec.storage"), set_("spec.model.source", {"huggingFace": {}, "objectStore": S3})
+        ),
+        "spec.model.source",
+        "exactly one of spec.model.source.huggingFace, spec.model.source.pvc or "
+        "spec.model.source.objectStore",
+    ),
+    Case(
+        "!has(self.model.source.objectStore)",
+        both(drop("spec.storage"), set_("spec.model.source", {"objectStore": S3})),
+        set_("spec.model.source", {"objectStore": S3}),
+        "spec.storage",
+        "does not apply when weights are streamed from spec.model.source.objectStore",
+    ),
+    Case(
+        "self.startsWith('s3://') || self.startsWith('gs://')",
+        both(
+            drop("spec.storage"),
+            set_("spec.model.source", {"objectStore": S3 | {"uri": "gs://models/nano"}}),
+        ),
+        both(
+            drop("spec.storage"),
+            set_("spec.model.source", {"objectStore": S3 | {"uri": "http://models/nano"}}),
+        ),
+        "spec.model.source.objectStore.uri",
+        "must be an s3:// or gs:// URI",
+        shown='"http://models/nano"',
     ),
     Case(
         "self.method != 'mtp'",
@@ -142,7 +176,7 @@ CASES = [
         "shared cache needs accessModes to include ReadWriteMany",
     ),
     Case(
-        "!has(self.storage) || !has(self.model.source)",
+        "!has(self.model.source.pvc)",
         both(drop("spec.storage"), set_("spec.model.source", {"pvc": {"claimName": "w"}})),
         set_("spec.model.source", {"pvc": {"claimName": "w"}}),
         "spec.storage",

@@ -246,7 +246,10 @@ class OperatorPhases:
 
     async def delete(self, namespaces: set[str]) -> float | str:
         try:
-            return round(await self.client.delete_namespaces(namespaces, self.args.timeout), 2)
+            seconds = await self.client.delete_namespaces(
+                namespaces, self.args.timeout, until_gone=self.args.mode != "tiny"
+            )
+            return round(seconds, 2)
         except RuntimeError as exc:
             return str(exc)
 

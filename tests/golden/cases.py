@@ -29,6 +29,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "super-vl-bf16-h200": ("-f", "examples/super-vl-bf16-h200.yaml"),
     "super-nvfp4-b200": ("-f", "examples/super-nvfp4-b200.yaml"),
     "nano-bf16": ("-f", "examples/nano-bf16.yaml"),
+    "nano-object-store": ("-f", "examples/nano-object-store.yaml"),
     "custom-architecture": ("-f", "examples/custom-architecture.yaml"),
     "multi-node-h100": ("-f", f"{INPUTS}/multi-node-h100.yaml"),
     "karpenter-h200": ("-f", f"{INPUTS}/karpenter-h200.yaml"),

@@ -103,8 +103,8 @@ def test_the_bad_is_refused_with_the_crds_field_and_message(
             # The weight sources exclude each other: a CEL rule only, checked offline too.
             {"model": {"id": "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16",
                        "source": {"huggingFace": {}, "pvc": {"claimName": "weights"}}}},
-            "spec.model.source: exactly one of spec.model.source.huggingFace or "
-            "spec.model.source.pvc must be set",
+            "spec.model.source: exactly one of spec.model.source.huggingFace, "
+            "spec.model.source.pvc or spec.model.source.objectStore must be set",
         ),
     ],
     ids=["wrong-type", "out-of-range", "unknown-field", "enum", "weight-sources"],

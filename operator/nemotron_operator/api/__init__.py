@@ -29,10 +29,12 @@ from nemotron_operator.api.model import (
     HuggingFaceSource,
     ModelSource,
     ModelSpec,
+    ObjectStoreSource,
     ParameterCounts,
     Precision,
     PvcSource,
     SecretKeyRef,
+    SecretRef,
 )
 from nemotron_operator.api.plan import PerGpuMemory, Plan, RejectedLayout, ReserveComponent
 from nemotron_operator.api.resource import (
@@ -83,6 +85,7 @@ __all__ = [
     "NodePoolSpec",
     "NodePoolStatus",
     "ObjectMeta",
+    "ObjectStoreSource",
     "Parallelism",
     "ParameterCounts",
     "PerGpuMemory",
@@ -96,6 +99,7 @@ __all__ = [
     "ReserveComponent",
     "SchedulingSpec",
     "SecretKeyRef",
+    "SecretRef",
     "SpeculativeDecoding",
     "StorageSpec",
     "Throughput",

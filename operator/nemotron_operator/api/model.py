@@ -27,6 +27,16 @@ SecretKey = Annotated[
 AbsolutePath = Annotated[
     str, StringConstraints(min_length=1, max_length=1024, pattern=r"^/[^\x00]*$")
 ]
+# scheme://bucket/prefix: a bucket name as S3 and GCS spell it (lower case, digits, dots, dashes,
+# underscores), then an optional prefix. Which schemes (s3://, gs://: vLLM's Run:ai streamer path
+# takes them, vllm/transformers_utils/runai_utils.py) is a CEL rule, to say so in its message.
+OBJECT_STORE_URI = r"^[a-z][a-z0-9+.-]*://[a-z0-9][a-z0-9._-]{1,220}[a-z0-9](/[^\s\x00]*)?$"
+ObjectStoreUri = Annotated[
+    str, StringConstraints(min_length=8, max_length=1024, pattern=OBJECT_STORE_URI)
+]
+EndpointUrl = Annotated[
+    str, StringConstraints(min_length=8, max_length=2048, pattern=r"^https?://[^\s\x00]+$")
+]
 
 
 class SecretKeyRef(ApiModel):
@@ -57,14 +67,58 @@ class PvcSource(ApiModel):
     )
 
 
+class SecretRef(ApiModel):
+    """A Secret in the deployment's namespace, by name. The operator never reads it: the kubelet
+    resolves its keys into the serving container's environment."""
+
+    name: ResourceName = Field(description="Name of the Secret.")
+
+
+class ObjectStoreSource(ApiModel):
+    """Stream the checkpoint from an object store straight onto the GPUs with vLLM's Run:ai model
+    streamer (--load-format runai_streamer): no download, no weight-cache claim."""
+
+    uri: ObjectStoreUri = Field(
+        description="s3://bucket/prefix or gs://bucket/prefix: the directory that holds "
+        "config.json, the tokenizer files and the safetensors shards.",
+        json_schema_extra=validations(
+            cel(
+                "self.startsWith('s3://') || self.startsWith('gs://')",
+                "spec.model.source.objectStore.uri must be an s3:// or gs:// URI, e.g. "
+                "s3://bucket/prefix",
+            )
+        ),
+    )
+    credentials_secret_ref: SecretRef = Field(
+        description="Secret with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and "
+        "optionally AWS_SESSION_TOKEN): S3 access keys, or a Google Cloud Storage HMAC key for "
+        "gs:// URIs. Passed to vLLM as environment variables by secretKeyRef.",
+    )
+    endpoint: EndpointUrl | None = Field(
+        default=None,
+        description="Endpoint of an S3-compatible store (MinIO, Ceph, ...): AWS_ENDPOINT_URL, "
+        "with path-style addressing. Default: AWS S3 for s3://, "
+        "https://storage.googleapis.com for gs://.",
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Reader threads (object-store clients) of the streamer: "
+        '--model-loader-extra-config {"concurrency": N}. Default: the streamer\'s own.',
+    )
+
+
 class ModelSource(ApiModel):
-    """Where the weights come from: exactly one of huggingFace or pvc."""
+    """Where the weights come from: exactly one of huggingFace, pvc or objectStore."""
 
     model_config = ApiModel.model_config | {
         "json_schema_extra": validations(
             cel(
-                "has(self.huggingFace) != has(self.pvc)",
-                "exactly one of spec.model.source.huggingFace or spec.model.source.pvc must be set",
+                "(has(self.huggingFace) ? 1 : 0) + (has(self.pvc) ? 1 : 0) + "
+                "(has(self.objectStore) ? 1 : 0) == 1",
+                "exactly one of spec.model.source.huggingFace, spec.model.source.pvc or "
+                "spec.model.source.objectStore must be set",
             )
         )
     }
@@ -74,6 +128,11 @@ class ModelSource(ApiModel):
     )
     pvc: PvcSource | None = Field(
         default=None, description="Use weights already present on an existing claim."
+    )
+    object_store: ObjectStoreSource | None = Field(
+        default=None,
+        description="Stream the weights from an S3 or GCS bucket with vLLM's Run:ai model "
+        "streamer.",
     )
 
 

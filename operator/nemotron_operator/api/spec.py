@@ -47,6 +47,13 @@ class NemotronDeploymentSpec(ApiModel):
                 ".storage",
             ),
             cel(
+                "!has(self.storage) || !has(self.model.source) || "
+                "!has(self.model.source.objectStore)",
+                "spec.storage configures the download cache and does not apply when weights are "
+                "streamed from spec.model.source.objectStore: remove spec.storage",
+                ".storage",
+            ),
+            cel(
                 "!has(self.capacity) || !has(self.capacity.gpu) || "
                 "!has(self.capacity.gpu.count) || !has(self.capacity.parallelism) || "
                 "!has(self.capacity.parallelism.tensor) || "

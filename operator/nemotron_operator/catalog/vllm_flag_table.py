@@ -78,6 +78,9 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--max-model-len", _K.HUMAN_INT, src="F"),
     _f("--quantization", _K.STR, "-q"),
     _f("--load-format", _K.STR),
+    # [E] ``LoadConfig.model_loader_extra_config`` (vllm/config/load.py): a JSON object; the
+    # Run:ai streamer loader reads "concurrency", "memory_limit" and "distributed" from it.
+    _f("--model-loader-extra-config", _K.JSON),
     _f("--download-dir", _K.STR),
     _f("--hf-overrides", _K.JSON),
     _f("--hf-token", _K.STR),

@@ -19,6 +19,7 @@ same field and message, and one it would admit is not refused:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from functools import cache
@@ -88,7 +89,16 @@ READINGS: dict[str, Callable[[Any], bool]] = {
     "self.capacity.parallelism.pipeline": _gpu_split(
         lambda count, tensor, pipeline: pipeline is None or count == tensor * pipeline
     ),
-    "has(self.huggingFace) != has(self.pvc)": lambda s: _has(s, "huggingFace") != _has(s, "pvc"),
+    "!has(self.storage) || !has(self.model.source) || !has(self.model.source.objectStore)": (
+        lambda s: not (_has(s, "storage") and _has(s, "model.source.objectStore"))
+    ),
+    "(has(self.huggingFace) ? 1 : 0) + (has(self.pvc) ? 1 : 0) + "
+    "(has(self.objectStore) ? 1 : 0) == 1": lambda s: (
+        [_has(s, "huggingFace"), _has(s, "pvc"), _has(s, "objectStore")].count(True) == 1
+    ),
+    "self.startsWith('s3://') || self.startsWith('gs://')": lambda s: s.startswith(
+        ("s3://", "gs://")
+    ),
     "has(self.pvc) != has(self.huggingFace)": lambda s: _has(s, "pvc") != _has(s, "huggingFace"),
     "!has(self.maxCpuLoras) || self.maxCpuLoras >= self.maxLoras": lambda s: (
         not _has(s, "maxCpuLoras") or s["maxCpuLoras"] >= s["maxLoras"]
@@ -183,6 +193,8 @@ def prune_nulls(value: Any, schema: Schema) -> Any:
 def _show(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))  # 1, as the file says, not 1.0
+    if isinstance(value, str):
+        return json.dumps(value)  # "s3://…", quoted as kube-apiserver quotes a string
     return repr(value)
 
 

@@ -156,7 +156,7 @@ def lora_volumes(deployment: NemotronDeployment) -> list[dict[str, Any]]:
     if not lora_enabled(deployment):
         return []
     volumes: list[dict[str, Any]] = []
-    if deployment.spec.model.source.pvc is not None:
+    if deployment.spec.model.source.hugging_face is None:  # no writable weight cache
         volumes.append({"name": ADAPTER_CACHE_VOLUME, "emptyDir": {"sizeLimit": "20Gi"}})
     for claim in _claims(deployment):
         source = {"claimName": claim, "readOnly": True}
@@ -167,7 +167,7 @@ def lora_volumes(deployment: NemotronDeployment) -> list[dict[str, Any]]:
 def lora_mounts(deployment: NemotronDeployment) -> list[dict[str, Any]]:
     if not lora_enabled(deployment):
         return []
-    if deployment.spec.model.source.pvc is not None:
+    if deployment.spec.model.source.hugging_face is None:  # no writable weight cache
         mounts: list[dict[str, Any]] = [
             {"name": ADAPTER_CACHE_VOLUME, "mountPath": ADAPTER_CACHE_MOUNT}
         ]

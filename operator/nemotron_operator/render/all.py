@@ -62,7 +62,7 @@ def render_all(
     pool = nodepool.build_node_pool(deployment, plan, names)
     if pool is not None:
         objects.append(pool)
-    if deployment.spec.model.source.pvc is None and not storage.uses_claim_template(deployment):
+    if storage.builds_shared_claim(deployment):
         objects.append(storage.build_persistent_volume_claim(deployment, names, weight_bytes))
     objects.append(services.build_headless_service(names, multi_node=plan.nodes_per_replica > 1))
     objects.append(services.build_service(names))

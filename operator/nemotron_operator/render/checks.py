@@ -168,6 +168,7 @@ def _model(
                 "served as they are: remove spec.model.revision",
             )
         )
+    errors += _object_store(deployment)
     if spec.source.pvc is not None and deployment.spec.storage is not None:
         errors.append(
             FieldError(
@@ -184,6 +185,52 @@ def _model(
                 "trained to: lower it",
             )
         )
+    return errors
+
+
+# Flags spec.model.source.objectStore sets; in extraArgs they would contradict it.
+STREAMER_FLAGS = {
+    "--load-format": "spec.model.source.objectStore",
+    "--model-loader-extra-config": "spec.model.source.objectStore (concurrency and the "
+    "streamer's CPU buffer)",
+}
+
+
+def _object_store(deployment: NemotronDeployment) -> list[FieldError]:
+    """``spec.model.source.objectStore``: what belongs to the Hugging Face download cannot be set
+    (the storage rule repeats a CEL rule), nor the streamer's flags in extraArgs."""
+    spec = deployment.spec
+    if spec.model.source.object_store is None:
+        return []
+    errors = []
+    if spec.model.revision != DEFAULT_REVISION:
+        errors.append(
+            FieldError(
+                "spec.model.revision",
+                "applies to Hugging Face downloads; weights streamed from "
+                "spec.model.source.objectStore are served as the bucket holds them: remove "
+                "spec.model.revision",
+            )
+        )
+    if spec.storage is not None:
+        errors.append(
+            FieldError(
+                "spec.storage",
+                "configures the download cache and does not apply when weights are streamed "
+                "from spec.model.source.objectStore: remove spec.storage",
+            )
+        )
+    for index, arg in enumerate(spec.engine.extra_args):
+        found = vllm_flags.lookup(arg) if arg.startswith("-") else None
+        name = found[0].name if found is not None else ""
+        if name in STREAMER_FLAGS:
+            errors.append(
+                FieldError(
+                    f"spec.engine.extraArgs[{index}]",
+                    f"{name} is set from {STREAMER_FLAGS[name]} when weights are streamed from "
+                    "an object store: remove it",
+                )
+            )
     return errors
 
 

@@ -17,6 +17,7 @@ from nemotron_operator.catalog.vllm_rule_input import (
     tool_call_parser,
 )
 from nemotron_operator.catalog.vllm_rules import Action, Fired
+from nemotron_operator.render import object_store
 from nemotron_operator.render.adapters import lora_args
 from nemotron_operator.render.inputs import ModelFacts
 
@@ -56,10 +57,13 @@ class ServeSettings:
 
 
 def model_path(deployment: NemotronDeployment) -> str:
-    """Where the weights are inside the serving container."""
-    pvc = deployment.spec.model.source.pvc
-    if pvc is not None:
-        return posixpath.normpath(posixpath.join(MODEL_MOUNT, pvc.path.lstrip("/")))
+    """Where vLLM reads the weights: a path inside the serving container, or a bucket URI."""
+    source = deployment.spec.model.source
+    if source.pvc is not None:
+        return posixpath.normpath(posixpath.join(MODEL_MOUNT, source.pvc.path.lstrip("/")))
+    if source.object_store is not None:
+        # vLLM takes the bucket URI as the model and streams from it (render/object_store.py).
+        return source.object_store.uri
     return f"{MODEL_MOUNT}/{deployment.spec.model.id}"
 
 
@@ -119,6 +123,7 @@ def serve_args(
         settings.model_path,
         "--served-model-name",
         settings.served_name,
+        *object_store.load_args(deployment),
         "--tensor-parallel-size",
         str(plan.tensor_parallel),
         "--pipeline-parallel-size",

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.render import object_store
 
 
 class _Dumper(yaml.SafeDumper):
@@ -64,6 +65,7 @@ def plan_header(deployment: NemotronDeployment, plan: Plan) -> str:
         f"{_gib(plan.mamba_bytes_per_sequence)}); block {plan.block_size_tokens} tokens",
         f"Max concurrency at maxModelLen: {plan.max_concurrency:.2f}; KV cache "
         f"{plan.kv_cache_tokens} tokens per replica",
+        *_streaming(deployment, plan),
         *(f"Note: {note}" for note in plan.notes),
     ]
     if plan.rejected:
@@ -75,6 +77,22 @@ def plan_header(deployment: NemotronDeployment, plan: Plan) -> str:
         if plan.rejected_omitted:
             lines.append(f"  ... and {plan.rejected_omitted} more")
     return "".join(f"# {line}\n" for line in lines)
+
+
+def _streaming(deployment: NemotronDeployment, plan: Plan) -> list[str]:
+    """For weights streamed from a bucket: the streamer's CPU buffers in the memory request."""
+    source = object_store.source_of(deployment)
+    if source is None:
+        return []
+    gpus = plan.gpus_per_replica // plan.nodes_per_replica
+    buffer = object_store.buffer_bytes(deployment)
+    added = object_store.memory_request_bytes(
+        deployment, gpus=gpus, weight_bytes=plan.weights_total_bytes
+    )
+    return [
+        f"Streamed from {source.uri}: CPU buffer {_gib(buffer)} (memory_limit) x {gpus} "
+        f"worker(s) per pod, no larger than the checkpoint: memory request + {_gib(added)}"
+    ]
 
 
 def render_text(

@@ -3,7 +3,8 @@
 Sizing rules (documented with their reasons in docs/rendering.md):
 - startup probe budget = 600 s of engine warm-up + weight bytes ÷ 100 MB/s;
 - /dev/shm = 4 GiB per GPU, at least 8 GiB, at most 64 GiB, memory-backed, explicit limit;
-- CPU request = 2 + 2 per GPU; memory request = 16 GiB + 8 GiB per GPU + the /dev/shm size.
+- CPU request = 2 + 2 per GPU; memory request = 16 GiB + 8 GiB per GPU + the /dev/shm size,
+  plus, for weights streamed from an object store, the streamer's CPU buffer per GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, Plan
-from nemotron_operator.render import adapters, dra, storage
+from nemotron_operator.render import adapters, dra, object_store, storage
 from nemotron_operator.render import names as n
 from nemotron_operator.render.checks import GPU_PRODUCT_LABEL
 from nemotron_operator.render.engine import (
@@ -67,8 +68,11 @@ def shm_gib(gpus: int) -> int:
     return min(SHM_MAX_GIB, max(SHM_MIN_GIB, SHM_PER_GPU_GIB * gpus))
 
 
-def resources(gpus: int) -> dict[str, Any]:
+def resources(gpus: int, stream_buffers_bytes: int = 0) -> dict[str, Any]:
+    """``stream_buffers_bytes``: the Run:ai streamer's CPU buffers of all the pod's workers
+    (render/object_store.py ``memory_request_bytes``), rounded up to a GiB."""
     memory = MEMORY_BASE_GIB + MEMORY_PER_GPU_GIB * gpus + shm_gib(gpus)
+    memory += math.ceil(stream_buffers_bytes / GIB)
     return {
         # No CPU or memory limit: loading streams the checkpoint through the page cache, and a
         # limit would turn a slow load into an OOM kill after a long download.
@@ -131,6 +135,7 @@ def _env(
         # Weights are local; the server needs no network access to the Hub.
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     env.append({"name": "VLLM_NO_USAGE_STATS", "value": "1"})
+    env += object_store.container_env(deployment)
     env += lora
     if settings.long_context:
         # maxModelLen exceeds config.json's max_position_embeddings but not the trained context.
@@ -163,8 +168,10 @@ def _volumes(deployment: NemotronDeployment, names: Names, gpus: int) -> list[di
 
 
 def _mounts(deployment: NemotronDeployment) -> list[dict[str, Any]]:
-    mounts: list[dict[str, Any]] = [
-        {"name": storage.WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT, "readOnly": True},
+    mounts: list[dict[str, Any]] = []
+    if storage.has_weights_volume(deployment):
+        mounts.append({"name": storage.WEIGHTS_VOLUME, "mountPath": MODEL_MOUNT, "readOnly": True})
+    mounts += [
         {"name": "dshm", "mountPath": SHM_MOUNT},
         {"name": "scratch", "mountPath": SCRATCH_MOUNT},
     ]
@@ -201,7 +208,10 @@ def build_vllm_container(
         "command": ["vllm", "serve"],
         "args": serve_args(deployment, plan, settings, distributed),
         "env": _env(deployment, settings, distributed),
-        "resources": resources(gpus),
+        "resources": resources(
+            gpus,
+            object_store.memory_request_bytes(deployment, gpus=gpus, weight_bytes=weight_bytes),
+        ),
         "securityContext": container_security_context(),
         "volumeMounts": _mounts(deployment),
     }

@@ -48,7 +48,7 @@ def cache_size(deployment: NemotronDeployment, weight_bytes: int) -> str:
 
 def uses_claim_template(deployment: NemotronDeployment) -> bool:
     """One claim per pod: the default for Hugging Face sources."""
-    if deployment.spec.model.source.pvc is not None:
+    if deployment.spec.model.source.hugging_face is None:  # an existing claim, or streamed
         return False
     storage = deployment.spec.storage
     return storage is None or not storage.cache.shared
@@ -91,8 +91,22 @@ def build_persistent_volume_claim(
     }
 
 
+def has_weights_volume(deployment: NemotronDeployment) -> bool:
+    """False when the weights are streamed from an object store: no cache, no volume."""
+    return deployment.spec.model.source.object_store is None
+
+
+def builds_shared_claim(deployment: NemotronDeployment) -> bool:
+    """The shared cache claim ``<name>-weights`` is rendered (``storage.cache.shared``)."""
+    source = deployment.spec.model.source
+    return source.hugging_face is not None and not uses_claim_template(deployment)
+
+
 def weights_volume(deployment: NemotronDeployment, names: Names) -> dict[str, Any] | None:
-    """The pod volume for the weights; None when volumeClaimTemplates provide it."""
+    """The pod volume for the weights; None when volumeClaimTemplates provide it or the weights
+    are streamed (no volume)."""
+    if not has_weights_volume(deployment):
+        return None
     pvc = deployment.spec.model.source.pvc
     if pvc is not None:
         claim = {"claimName": pvc.claim_name, "readOnly": True}
@@ -173,8 +187,9 @@ def compile_cache(
     deployment: NemotronDeployment, plan: Plan
 ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """The vLLM container's mount and variables for the compile cache on the weight-cache volume;
-    None when that volume is an existing claim the pods mount read-only."""
-    if deployment.spec.model.source.pvc is not None:
+    None when that volume is an existing claim the pods mount read-only, or when the weights are
+    streamed (no volume: vLLM compiles into $HOME on the scratch emptyDir, docs/startup.md)."""
+    if deployment.spec.model.source.hugging_face is None:
         return None
     root = f"{COMPILE_CACHE_MOUNT}/{compile_cache_key(deployment, plan)}"
     mount = {

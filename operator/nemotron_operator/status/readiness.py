@@ -69,6 +69,18 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", "?"))
 
 
+def _secret_fields(container: str) -> str:
+    """The spec fields whose Secret a container reads: the download's Hugging Face token; the
+    vLLM container's object-store credentials or adapter tokens (render/object_store.py,
+    render/adapters.py)."""
+    if container == startup.DOWNLOAD_CONTAINER:
+        return "spec.model.source.huggingFace.tokenSecretRef"
+    return (
+        "spec.model.source.objectStore.credentialsSecretRef (keys AWS_ACCESS_KEY_ID, "
+        "AWS_SECRET_ACCESS_KEY) or spec.adapters[].source.huggingFace.tokenSecretRef"
+    )
+
+
 def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
     status = pod.get("status") or {}
     statuses = [
@@ -86,7 +98,7 @@ def _container_blocker(pod: Mapping[str, Any]) -> Blocker | None:
                 return Blocker(
                     SECRET_NOT_FOUND,
                     f"{where}: {message}; create the Secret (and key) named in "
-                    "spec.model.source.huggingFace.tokenSecretRef in this namespace",
+                    f"{_secret_fields(str(container.get('name', '')))} in this namespace",
                 )
             return Blocker(INVALID_POD_CONFIG, f"{where}: {message or reason}")
         if reason in ("ImagePullBackOff", "ErrImagePull", "InvalidImageName"):

@@ -35,7 +35,7 @@ def stand_in_vllm(
 ) -> StubVllm:
     """Raises StubVllmArgumentError when real vLLM would refuse the command line (or a knob in
     the environment is malformed): the container then crash-loops."""
-    env = container_env(pod, container)
+    env = container_env(pod, container) | declared_secret_env(container)
     bias = env.get(KV_CACHE_BIAS_ENV)
     faults = env.get(OUTPUT_FAULTS_ENV)
     times = StartupTimes(settings.load_seconds, settings.compile_seconds, settings.capture_seconds)
@@ -50,6 +50,19 @@ def stand_in_vllm(
         startup=StartupRun(times, caches=caches, location=location, argv=argv),
         env=env,
     )
+
+
+def declared_secret_env(container: Mapping[str, Any]) -> dict[str, str]:
+    """The variables a container gets from Secrets (``secretKeyRef``, not optional), each with a
+    placeholder: values never reach the stand-in, but it must know the variable is set (the
+    object-store credentials). The kubelet starts the container only once the Secret and key
+    exist (``CreateContainerConfigError`` until then), so a declared one is a present one."""
+    found = {}
+    for var in container.get("env") or []:
+        ref = (var.get("valueFrom") or {}).get("secretKeyRef")
+        if ref and not ref.get("optional"):
+            found[str(var.get("name", ""))] = f"(from Secret {ref.get('name', '')})"
+    return found
 
 
 def cache_location(

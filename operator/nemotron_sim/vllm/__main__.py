@@ -13,7 +13,8 @@ NEMOTRON_SIM_VLLM_KV_CACHE_BIAS / NEMOTRON_SIM_VLLM_OUTPUT_FAULTS, for images wh
 the operator owns.
 NEMOTRON_SIM_VLLM_GPU_PRODUCT names the GPU it "profiles" (a GFD product such as NVIDIA-H200; the
 simulated kubelet passes the node's). Exit status 2 on a refused command line, as
-argparse exits.
+argparse exits; 1 when vLLM would fail to start (an object-store model without credentials or
+with another load format: nemotron_sim.vllm.object_store).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nemotron_sim.vllm.args import StubVllmArgumentError
+from nemotron_sim.vllm.args import StubVllmArgumentError, StubVllmStartError
 from nemotron_sim.vllm.engine import Timing
 from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.parsers import OutputFault, parse_faults
@@ -61,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_faults=faults,
             env=os.environ,
         )
+    except StubVllmStartError as error:
+        print(error, file=sys.stderr)  # noqa: T201 - vLLM's start-up error, then exit 1
+        return 1
     except StubVllmArgumentError as error:
         print(error, file=sys.stderr)  # noqa: T201 - argparse prints its errors the same way
         return 2

@@ -48,6 +48,15 @@ class StubVllmArgumentError(ValueError):
         super().__init__(f"{USAGE}\nvllm serve: error: {problem}")
 
 
+class StubVllmStartError(StubVllmArgumentError):
+    """vLLM accepted the command line but fails to start (a ValueError of its configuration, a
+    missing credential): exit status 1 and the error alone, without the usage line."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        ValueError.__init__(self, problem)
+
+
 @dataclass(frozen=True)
 class ServeConfig:
     """The parts of a `vllm serve` command line the stand-in acts on."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from nemotron_operator.catalog.vllm_lora import LoraConfigError
-from nemotron_sim.vllm import kv_cache
+from nemotron_sim.vllm import kv_cache, object_store
 from nemotron_sim.vllm.args import ServeConfig, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.engine import Engine, GenerationRequest, Timing
 from nemotron_sim.vllm.lora import LoraAdapters, LoraError
@@ -36,6 +37,7 @@ from nemotron_sim.vllm.responses import ResponseShape
 from nemotron_sim.vllm.startup import StartupRun, StartupTimes
 from nemotron_sim.vllm.text import plan_output
 
+log = logging.getLogger("vllm")
 VLLM_VERSION = "0.31.0"
 SIMULATION_HEADER = "X-Simulated"
 SIMULATION_NOTE = f"nemotron-operator stand-in for vLLM {VLLM_VERSION}: no GPU, no model"
@@ -66,6 +68,9 @@ class StubVllm:
         """``startup``: the phases of its start and its compile cache (nemotron_sim.vllm.startup);
         by default ``load_seconds`` of loading and nothing else."""
         self.config: ServeConfig = parse_serve_argv(argv)
+        # A bucket URI: the load format, the streamer's config and its credentials, as vLLM
+        # checks them before it binds its socket (it pulls config.json from the bucket first).
+        object_store.check(self.config, env or {})
         try:
             # The container's environment decides runtime adapter loading and the Hub cache.
             self.lora = LoraAdapters(self.config.options, env or {})
@@ -164,6 +169,13 @@ class StubVllm:
                 raise
             self._runner = runner
             self.host, self.port = host, _bound_port(runner, port)
+        if object_store.is_object_store(self.config.model):
+            extra = self.config.options.get("--model-loader-extra-config") or {}
+            log.info(
+                "Streaming the weights from %s with the Run:ai model streamer (concurrency %s)",
+                self.config.model,
+                extra.get("concurrency", "default"),
+            )
         self.startup.begin()
         self._started_at = asyncio.get_running_loop().time()
 

@@ -77,11 +77,21 @@ def raw_bases() -> list[dict[str, Any]]:
     custom["spec"]["model"]["architecture"].update(
         moeIntermediateSize=2688, moeSharedExpertIntermediateSize=5376, moeLatentSize=1024
     )
-    # Reached by no example base: networkPolicy, a canary, scale to zero (karpenter); DRA and
-    # LoRA (custom).
+    # Reached by no example base: networkPolicy, a canary, scale to zero, an object-store source
+    # (karpenter); DRA and LoRA (custom).
     karpenter["spec"]["networkPolicy"] = {"enabled": True, "apiFromNamespaces": ["clients"]}
     karpenter["spec"]["rollout"]["canary"] = {"replicas": 1}
     karpenter["spec"]["autoscaling"].update(minReplicas=0, idleSeconds=900)
+    # Weights streamed from a bucket (karpenter; full keeps the Hugging Face source and storage).
+    del karpenter["spec"]["storage"]
+    karpenter["spec"]["model"]["source"] = {
+        "objectStore": {
+            "uri": "s3://models/nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16",
+            "credentialsSecretRef": {"name": "s3-credentials"},
+            "endpoint": "https://minio.storage.svc:9000",
+            "concurrency": 32,
+        }
+    }
     custom["spec"].setdefault("capacity", {})["gpu"] = {
         "allocation": "DRA",
         "deviceClassName": "gpu.nvidia.com",

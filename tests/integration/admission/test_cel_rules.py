@@ -124,7 +124,9 @@ def test_cel_sees_yaml_integers_in_number_fields_as_doubles(admission: Admission
     obj = _full()
     set_("spec.engine.gpuMemoryUtilization", 0)(obj)
     answer = refused(admission.create(obj))
-    message = _rule_message(CASES[4])
+    # By field, not by position: inserting a case before it must not pick another rule.
+    (case,) = [c for c in CASES if c.field == "spec.engine.gpuMemoryUtilization"]
+    message = _rule_message(case)
     assert answer.causes == [
         Cause(
             "spec.engine.gpuMemoryUtilization", f"Invalid value: 0: {message}", "FieldValueInvalid"

@@ -540,6 +540,34 @@ CASES.update(
     }
 )
 
+S3_SOURCE = {"uri": "s3://models/org/nano", "credentialsSecretRef": {"name": "s3"}}
+WITH_OBJECT_STORE = merge(BASE, {"model": {"source": {"objectStore": S3_SOURCE}}})
+OBJ = "spec.model.source.objectStore."
+CASES.update(
+    {
+        OBJ + "uri": Case(
+            {"model": {"source": {"objectStore": {"uri": "gs://other/nano"}}}},
+            args,
+            WITH_OBJECT_STORE,
+        ),
+        OBJ + "credentialsSecretRef.name": Case(
+            {"model": {"source": {"objectStore": {"credentialsSecretRef": {"name": "other"}}}}},
+            vllm_env("AWS_SECRET_ACCESS_KEY"),
+            WITH_OBJECT_STORE,
+        ),
+        OBJ + "endpoint": Case(
+            {"model": {"source": {"objectStore": {"endpoint": "https://minio.example:9000"}}}},
+            vllm_env("AWS_ENDPOINT_URL"),
+            WITH_OBJECT_STORE,
+        ),
+        OBJ + "concurrency": Case(
+            {"model": {"source": {"objectStore": {"concurrency": 32}}}},
+            flag("--model-loader-extra-config"),
+            WITH_OBJECT_STORE,
+        ),
+    }
+)
+
 
 def spec_paths(model: type[BaseModel], prefix: str) -> list[str]:
     paths = []

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nemotron_sim.background import Background
+from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubecluster import KubeCluster
@@ -34,8 +35,14 @@ from tests.kubectl import run_kubectl
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_CRDS = ROOT / "crds"
+# kube-controller-manager's client rate for tests: at its default of 20 requests/s (burst 30)
+# its start alone, a ServiceAccount and a token for each of its ~40 controllers
+# (--use-service-account-credentials), took 5.2 s of every cluster start, the nodes waiting for
+# their pod CIDRs; at 100, 0.5 s. The benchmark's cluster keeps the default.
+TEST_CONTROLLER_QPS = 100
 # Fast timings for tests: quick init containers and probes, no model load delay.
 SHARED_OPTIONS: dict[str, Any] = {
+    "control_plane": Settings(controller_qps=TEST_CONTROLLER_QPS),
     "nodes": "NVIDIA-H200:8x2,NVIDIA-B200:8x1",
     "system_nodes": 1,
     "init_seconds": 0.01,

@@ -52,6 +52,7 @@ from nemotron_sim.kubelet.events import EventRecorder
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import CidrPool
 from nemotron_sim.kubelet.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, KubeletSettings
+from nemotron_sim.kubelet.lost_nodes import LostNodeGate
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
@@ -273,9 +274,11 @@ class KubeCluster:
             mirror, recorder, node_ips, pools.__getitem__, self.kubelet_settings,
             api=ApiAccess(pod_kubeconfig, ca), token_source=token,
         )  # fmt: skip
-        mirror.on_event([PODS], self.kubelet.observe)
+        gate = LostNodeGate(mirror, self.kubelet.observe, agent.stopped.__contains__)
+        agent.on_resume.append(gate.node_back)
+        mirror.on_event([PODS], gate.observe)
         for pod in list(mirror.scan(PODS)):  # pods bound before this kubelet started
-            self.kubelet.observe(_added(pod))
+            gate.observe(_added(pod))
         authority = plane.authority
         assert authority is not None
         serving = authority.issue(

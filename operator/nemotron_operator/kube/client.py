@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -27,6 +28,28 @@ APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
+_UNPRINTABLE = re.compile(r"[^\x00-\x7e]")  # json.dumps escapes the C0 controls itself
+
+
+def apply_body(obj: Any) -> str:
+    """An apply body kube-apiserver's YAML decoder reads back unchanged: JSON's syntax, all
+    ASCII, with YAML's escapes (the content type is YAML; no JSON parser reads it).
+
+    ``json.dumps`` writes a character beyond U+FFFF as a UTF-16 surrogate pair
+    (``\\ud83d\\ude80``), which JSON allows and YAML does not: kube-apiserver answers
+    ``400 error decoding patch: ... yaml: found invalid Unicode character escape code`` (found by
+    the property-based bad-input test with a ``spec.model.servedName`` outside the BMP, which
+    ends up in the StatefulSet's arguments). YAML's own escapes are used instead, ``\\U`` and
+    eight hex digits beyond the BMP and ``\\u`` below it (raw, U+0085, U+2028 and U+2029 would be
+    line breaks to a YAML 1.1 parser), and for DEL, which YAML does not allow raw. These
+    characters occur only inside JSON strings, so escaping each of them keeps every value as
+    it was."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\U{code:08x}" if code > 0xFFFF else f"\\u{code:04x}"
+
+    return _UNPRINTABLE.sub(escape, json.dumps(obj, ensure_ascii=False))
 
 
 class KubeClient:
@@ -82,7 +105,7 @@ class KubeClient:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = json.dumps(body)
+            data = apply_body(body) if content_type == APPLY else json.dumps(body)
         try:
             async with self._session.request(
                 method, self._connection.server + url, params=params, data=data, headers=headers

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +69,8 @@ class NodeAgent:
         self.nodes = {node["metadata"]["name"]: node for node in nodes}
         self.renew_seconds = renew_seconds
         self.stopped: set[str] = set()  # nodes whose heartbeat is stopped
+        # Called with a node's name when its heartbeat resumes (the kubelet acts on its pods).
+        self.on_resume: list[Callable[[str], None]] = []
         self._task: asyncio.Task[None] | None = None
         self._reposting: set[str] = set()
         self._changed = asyncio.Event()  # a node object changed (its pod CIDR arrived)
@@ -116,7 +119,11 @@ class NodeAgent:
         self.stopped.add(name)
 
     def resume_heartbeat(self, name: str) -> None:
+        was_stopped = name in self.stopped
         self.stopped.discard(name)
+        if was_stopped:
+            for listener in self.on_resume:
+                listener(name)
         node = self.mirror.peek(NODES, None, name)
         if node is not None:
             self._repost_if_not_ready(node)

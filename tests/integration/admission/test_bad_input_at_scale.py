@@ -11,8 +11,8 @@
 - **50 malformed manifests through ``kubectl apply``**: each fails with kube-apiserver's own
   message (or kubectl's for text that is not YAML), naming what is wrong.
 
-Not covered here: the same specs applied for real to a running operator, counting its
-requests (docs/reliability.md says so).
+The same kind of specs applied for real to a running operator, counting its writes, are in
+tests/integration/operator/test_bad_input.py (docs/reliability.md, case 9c).
 """
 
 from __future__ import annotations

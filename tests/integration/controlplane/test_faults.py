@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from nemotron_sim.controlplane.flags import Settings
-from tests.kube import KubeHandle, start_cluster
+from tests.kube import TEST_CONTROLLER_QPS, KubeHandle, start_cluster
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
@@ -34,7 +34,7 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeHandle]:
     rather than kube-apiserver's watch cache, so a watch meets an etcd compaction at once."""
     settings = Settings(
         node_monitor_grace_seconds=8, node_monitor_period_seconds=1,
-        uncached_resources=("configmaps",),
+        uncached_resources=("configmaps",), controller_qps=TEST_CONTROLLER_QPS,
     )  # fmt: skip
     with start_cluster(
         tmp_path_factory.mktemp("faults"), nodes="NVIDIA-H200:8x1", system_nodes=1,

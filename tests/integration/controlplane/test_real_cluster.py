@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from nemotron_sim.controlplane.flags import Settings
-from tests.kube import KubeHandle, start_cluster
+from tests.kube import TEST_CONTROLLER_QPS, KubeHandle, start_cluster
 
 OPERATOR_IMAGE = "ghcr.io/nemotron-operator/nemotron-operator:test"  # runs as a local process
 GPU_TOLERATION = "[{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"
@@ -49,7 +49,10 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeHandle]:
     GPUs (with every node of a zone lost, kube-controller-manager assumes a control-plane
     partition and taints nothing NoExecute), and a short node-monitor grace period, so a lost
     node shows within seconds."""
-    settings = Settings(node_monitor_grace_seconds=10, node_monitor_period_seconds=1)
+    settings = Settings(
+        node_monitor_grace_seconds=10, node_monitor_period_seconds=1,
+        controller_qps=TEST_CONTROLLER_QPS,
+    )  # fmt: skip
     with start_cluster(
         tmp_path_factory.mktemp("small"), nodes="NVIDIA-H200:8x1", system_nodes=1,
         control_plane=settings, renew_seconds=1.0,

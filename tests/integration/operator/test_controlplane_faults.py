@@ -22,6 +22,7 @@ import pytest
 from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.faultproxy.faults import Fault
 from tests.integration.operator.helpers import (
+    CLAIMS,
     NAMESPACE,
     NDS,
     NODE_POOLS,
@@ -36,8 +37,15 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
+from tests.integration.operator.lost_node import (
+    node_ready,
+    status_writes,
+    taint_commands,
+    taints,
+    terminating_or_gone,
+)
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
-from tests.kube import KubeHandle
+from tests.kube import TEST_CONTROLLER_QPS, KubeHandle
 
 ROOT = Path(__file__).resolve().parents[3]
 FAULT_CLUSTER: dict[str, Any] = {
@@ -46,6 +54,7 @@ FAULT_CLUSTER: dict[str, Any] = {
         node_monitor_grace_seconds=8,
         node_monitor_period_seconds=1,
         uncached_resources=("services",),
+        controller_qps=TEST_CONTROLLER_QPS,
     ),
     "renew_seconds": 1.0,
 }
@@ -167,17 +176,6 @@ def test_a_watch_refused_410_after_compaction_lists_again_and_repairs(
     assert lists, "no LIST of Services after the refused watch"
 
 
-def _node_ready(cluster: KubeHandle, node: str) -> str:
-    found = cluster.request("GET", f"/api/v1/nodes/{node}")
-    conditions = found["status"]["conditions"]
-    return next(str(c["status"]) for c in conditions if c["type"] == "Ready")
-
-
-def _taints(cluster: KubeHandle, node: str) -> set[str]:
-    found = cluster.request("GET", f"/api/v1/nodes/{node}")
-    return {t["key"] for t in found["spec"].get("taints") or []}
-
-
 # The scrape timer at 2 s (30 s by default, 4x that when quiet): the pod's leaving the scrape
 # targets changes status's throughput at the next tick, which must fall inside the first window.
 @pytest.mark.parametrize("operator_process", [["--scrape-seconds=2"]], indirect=True)
@@ -195,9 +193,9 @@ def test_a_lost_gpu_node_degrades_the_deployment_naming_it_and_it_recovers(
     cluster.call(lambda c: c.nodes.stop_heartbeat(node) if c.nodes else None)
     # kube-controller-manager (8 s grace here; 50 s by default) marks the node Unknown and
     # taints it; the operator says which node and which pod.
-    cluster.wait_until(lambda: _node_ready(cluster, node) == "Unknown", seconds=60,
+    cluster.wait_until(lambda: node_ready(cluster, node) == "Unknown", seconds=60,
                        what="the node marked Unknown")  # fmt: skip
-    cluster.wait_until(lambda: "node.kubernetes.io/unreachable" in _taints(cluster, node),
+    cluster.wait_until(lambda: "node.kubernetes.io/unreachable" in taints(cluster, node),
                        seconds=30, what="the unreachable taint")  # fmt: skip
     degraded = cluster.wait_until(
         lambda: (found := condition(cluster, "Degraded")).get("reason") == "NodeLost" and found,
@@ -229,6 +227,79 @@ def test_a_lost_gpu_node_degrades_the_deployment_naming_it_and_it_recovers(
                        seconds=30, what="Degraded=False")  # fmt: skip
     figure("GPU node back: heartbeat resumed to Ready", time.monotonic() - back)
     assert [p["metadata"]["uid"] for p in children(cluster, PODS)] == [pod["metadata"]["uid"]]
+
+
+def test_a_node_gone_for_good_its_replica_moves_where_there_is_room(
+    operator_process: OperatorProcess,
+) -> None:
+    """The runbook's out-of-service taint on a lost node: the taint-eviction controller marks the
+    pod for deletion, pod GC (every 20 s) force-deletes it, the StatefulSet controller recreates
+    it and kube-scheduler places it on a node with room; its claim (no node affinity) follows."""
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    # On H200 (the planner's pick would be B200, of which the cluster has one node): two nodes.
+    apply(cluster, deployment(capacity={"gpu": {"products": ["NVIDIA-H200"]}}))
+    wait_ready(cluster)
+    (pod,) = children(cluster, PODS)
+    (claim,) = children(cluster, CLAIMS)
+    node, uid = pod["spec"]["nodeName"], pod["metadata"]["uid"]
+    volume = cluster.request("GET", f"/api/v1/persistentvolumes/{claim['spec']['volumeName']}")
+    assert "nodeAffinity" not in volume["spec"], volume["spec"]  # nothing pins it to the node
+    put_on, take_off = (
+        [arg.replace("$NODE", node) for arg in command] for command in taint_commands()
+    )
+    cluster.call(lambda c: c.nodes.stop_heartbeat(node) if c.nodes else None)
+    try:
+        cluster.wait_until(lambda: condition(cluster, "Degraded").get("reason") == "NodeLost",
+                           seconds=60, what="Degraded NodeLost")  # fmt: skip
+        # Without the taint nothing moves: the pod tolerates `unreachable` for 300 s.
+        tainted = time.monotonic()
+        cluster.kubectl(*put_on)
+        mark = operator_process.mark()  # after kubectl's own write, through the same proxy
+        # Marked for deletion by the taint-eviction controller, it stays Terminating: the lost
+        # node's kubelet cannot confirm it (nemotron_sim/kubelet/lost_nodes.py).
+        seen = cluster.wait_until(lambda: terminating_or_gone(cluster, pod), seconds=10,
+                                  what="the pod marked for deletion")  # fmt: skip
+        assert seen == "terminating", "the pod went without waiting for pod GC"
+        gone = cluster.wait_until(
+            lambda: uid not in {p["metadata"]["uid"] for p in cluster.list(PODS, NAMESPACE)}
+            and time.monotonic(),
+            seconds=40,
+            what="the pod force-deleted by pod GC",
+        )  # fmt: skip
+        waiting = operator_process.writes(mark)
+        moved = cluster.wait_until(
+            lambda: [p for p in children(cluster, PODS) if p["spec"].get("nodeName") not in
+                     (None, node)],
+            seconds=30,
+            what="the pod recreated on another node",
+        )  # fmt: skip
+        wait_ready(cluster, seconds=30)
+        figure("GPU node gone for good: out-of-service taint to Ready elsewhere",
+               time.monotonic() - tainted)  # fmt: skip
+        figure("of which: taint to the pod force-deleted (pod GC every 20 s)", gone - tainted)
+        assert condition(cluster, "Degraded").get("status") == "False"
+        assert [p["metadata"]["name"] for p in moved] == [pod["metadata"]["name"]]
+        claims = [c["metadata"]["uid"] for c in children(cluster, CLAIMS)]
+        assert claims == [claim["metadata"]["uid"]]  # the weights stay in the same claim
+        # No write storm (a reconcile a second): while pod GC is awaited at most one late state
+        # change (its status write and Events), then Deploying and Ready.
+        writes = operator_process.writes(mark)
+        print(f"operator writes: {len(waiting)} while pod GC was awaited, {len(writes)} in all")
+        assert len(status_writes(waiting)) <= 1, waiting
+        assert len(waiting) <= 3, waiting
+        assert len(status_writes(writes)) <= 3, writes
+        assert len(writes) <= 9, writes
+    finally:
+        cluster.kubectl(*take_off, check=False)
+        cluster.call(lambda c: c.nodes.resume_heartbeat(node) if c.nodes else None)
+    # Clean for the next test: Ready, and kube-controller-manager's taints and ours gone.
+    lost_taints = {"node.kubernetes.io/unreachable", "node.kubernetes.io/out-of-service"}
+    cluster.wait_until(
+        lambda: node_ready(cluster, node) == "True" and not taints(cluster, node) & lost_taints,
+        seconds=30,
+        what="the node back, untainted",
+    )
 
 
 KCM_DOWN_SECONDS = 30.0

@@ -17,7 +17,14 @@ from typing import Any
 
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.informer import Informer
-from nemotron_operator.kube.resources import CRDS, Resource
+from nemotron_operator.kube.resources import (
+    CHILD_RESOURCES,
+    CRDS,
+    DRA_RESOURCES,
+    GATEWAY_RESOURCES,
+    OPTIONAL_RESOURCES,
+    Resource,
+)
 
 # A watch denied (403) or failing keeps retrying at this pace, without alarming /healthz.
 _BACKOFFS = (1.0, 5.0, 30.0, 60.0)
@@ -93,3 +100,21 @@ class ServedKinds:
     def forget(self) -> None:
         """A served kind answered 404: ask discovery again next time (watches catch up)."""
         self._discovered = None
+
+
+def served_children(
+    discovered: frozenset[Resource],
+    *,
+    inference_gateway: bool,
+    dra: bool,
+    unserved: Iterable[Resource] = (),
+) -> frozenset[Resource]:
+    """Child kinds the cluster serves: the built-in ones, the optional ones whose CRD was
+    discovered, the gateway's and DRA's only where the operator runs with them
+    (--inference-gateway, --dra, and their RBAC), less those whose watch got a 404."""
+    found = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES} | discovered
+    if not inference_gateway:
+        found -= GATEWAY_RESOURCES
+    if not dra:
+        found -= DRA_RESOURCES
+    return frozenset(found) - frozenset(unserved)

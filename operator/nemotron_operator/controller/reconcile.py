@@ -24,7 +24,7 @@ from nemotron_operator.controller.adapters import AdapterSync
 from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
 from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.desired import Planned
-from nemotron_operator.controller.discovery import ServedKinds
+from nemotron_operator.controller.discovery import ServedKinds, served_children
 from nemotron_operator.controller.events import post_events
 from nemotron_operator.controller.inventory import InventoryReader
 from nemotron_operator.controller.outcome import Outcome, ReadState
@@ -35,10 +35,7 @@ from nemotron_operator.controller.unchanged import Fingerprint, LastInputs, fing
 from nemotron_operator.controller.verification import Verifier
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
-    CHILD_RESOURCES,
     DEPLOYMENTS,
-    DRA_RESOURCES,
-    GATEWAY_RESOURCES,
     NODE_POOLS,
     OPTIONAL_RESOURCES,
     PODS,
@@ -92,16 +89,11 @@ class Reconciler:
         self.rollouts = Rollouts()  # spec.rollout: its progress deadlines
 
     async def served(self) -> frozenset[Resource]:
-        """Child kinds the cluster serves (PodMonitor and NodePool need their CRDs), less those
-        whose watch got a 404 (a CRD removed since); the gateway's and DRA's kinds only where the
-        operator runs with them (--inference-gateway, --dra, and their RBAC)."""
-        base = {r for r in CHILD_RESOURCES if r not in OPTIONAL_RESOURCES}
-        found = base | await self.discovery.current()
-        if not self.config.inference_gateway:
-            found -= GATEWAY_RESOURCES
-        if not self.inventory.dra_served:
-            found -= DRA_RESOURCES
-        return frozenset(found) - self.cache.unserved()
+        """Child kinds the cluster serves (discovery.served_children)."""
+        return served_children(
+            await self.discovery.current(), inference_gateway=self.config.inference_gateway,
+            dra=self.inventory.dra_served, unserved=self.cache.unserved(),
+        )  # fmt: skip
 
     async def reconcile(self, namespace: str, name: str) -> Outcome:
         key = (namespace, name)

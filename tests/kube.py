@@ -28,7 +28,7 @@ from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubecluster import KubeCluster
-from nemotron_sim.kubelet.kubelet import KubeletSettings
+from nemotron_sim.kubelet.settings import KubeletSettings
 from tests import polling
 from tests.kubectl import run_kubectl
 

@@ -51,9 +51,10 @@ from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubelet.events import EventRecorder
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import CidrPool
-from nemotron_sim.kubelet.kubelet import CRASH_BACKOFF_CAP_SECONDS, Kubelet, KubeletSettings
+from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
+from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault

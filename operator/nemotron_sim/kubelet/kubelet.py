@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -34,13 +33,12 @@ from nemotron_sim.kubelet.batch_pods import (
 )
 from nemotron_sim.kubelet.claims import wait_for_claims
 from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
-from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import AddressPool, can_bind
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
 from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
 from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
-from nemotron_sim.kubelet.process_runner import RunnerSettings
+from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, stand_in_volumes
 from nemotron_sim.kubelet.stand_ins import (
     is_vllm_serve,
@@ -50,46 +48,11 @@ from nemotron_sim.kubelet.stand_ins import (
     stand_in_vllm,
 )
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
-from nemotron_sim.vllm.parsers import OutputFault
 from nemotron_sim.vllm.startup import CompileCaches
 
 COMPONENT = "kubelet"
-# The kubelet's crash back-off: 10 s doubling to 5 min (kubelet's default MaxContainerBackOff).
-CRASH_BACKOFF_CAP_SECONDS = 300.0
 _BIND_ATTEMPTS = 20
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
-
-
-@dataclass(frozen=True)
-class KubeletSettings:
-    load_seconds: float = 0.0  # simulated model load of each stand-in vLLM
-    compile_seconds: float = 0.0  # its torch.compile (skipped on a warm compile cache)
-    capture_seconds: float = 0.0  # its CUDA graph capture
-    init_seconds: float = 0.05  # how long each init container "runs"
-    # How long a stand-in container of a pod that runs to completion "runs" (the download Job's:
-    # batch_pods.py).
-    download_seconds: float = 0.05
-    probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
-    crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
-    crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
-    programs: ImagePrograms = field(default_factory=ImagePrograms.with_defaults)
-    probe_time_scale: float = 1.0  # process probes: their periods and delays times this
-    workdir: Path | None = None  # pod directories of process pods (default: a temp dir)
-    stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops
-    # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
-    # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.
-    kv_cache_bias: float = 0.0
-    # What every stand-in vLLM's output parsers get wrong (nemotron_sim.vllm.parsers); a
-    # container's NEMOTRON_SIM_VLLM_OUTPUT_FAULTS overrides it.
-    output_faults: frozenset[OutputFault] = frozenset()
-
-    def runner_settings(self) -> RunnerSettings:
-        return RunnerSettings(
-            programs=self.programs,
-            probe_time_scale=self.probe_time_scale,
-            crash_backoff_seconds=self.crash_backoff_seconds,
-            crash_backoff_cap_seconds=self.crash_backoff_cap_seconds,
-        )
 
 
 @dataclass

@@ -23,7 +23,7 @@ from nemotron_sim.vllm.parsers import OutputFault, parse_faults
 from nemotron_sim.vllm.startup import CompileCaches, StartupRun, StartupTimes
 
 if TYPE_CHECKING:
-    from nemotron_sim.kubelet.kubelet import KubeletSettings
+    from nemotron_sim.kubelet.settings import KubeletSettings
 
 KV_CACHE_BIAS_ENV = "NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"
 OUTPUT_FAULTS_ENV = "NEMOTRON_SIM_VLLM_OUTPUT_FAULTS"

@@ -6,9 +6,11 @@ the rank-local size is the floor, as in the planner's other per-rank terms."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from nemotron_operator.catalog import MODELS
+from nemotron_operator.catalog import MODELS, ModelEntry
 from nemotron_operator.sizing.lora import LoraLimits, layer_elements, lora_buffer_bytes
 
 H8B = next(m for m in MODELS if m.hf_id == "nvidia/Nemotron-H-8B-Base-8K")
@@ -46,3 +48,20 @@ def test_buffer_bytes_are_whole_with_an_lm_head_split_unevenly() -> None:
         limits=LoraLimits(max_loras=1, max_lora_rank=8),
     )
     assert type(got) is int
+
+
+def _with_dims(entry: ModelEntry, **changes: int | None) -> ModelEntry:
+    return replace(entry, dims=replace(entry.dims, **changes))
+
+
+def test_an_architecture_without_an_mlp_width_counts_only_the_hidden_sides() -> None:
+    # spec.model.architecture may leave intermediateSize unset (api/model.py); the layer's
+    # buffers then span only the hidden size on each side, at TP 1 as at any other.
+    unsized = _with_dims(H8B, intermediate_size=None)
+    assert layer_elements(unsized, "-", 1, False, 16) == 2 * 16 * 4096
+
+
+def test_a_shared_expert_without_a_size_holds_no_buffers() -> None:
+    unsized = _with_dims(SUPER, moe_shared_expert_intermediate_size=None)
+    without = _with_dims(SUPER, moe_shared_expert_intermediate_size=None, n_shared_experts=0)
+    assert layer_elements(unsized, "E", 1, False, 16) == layer_elements(without, "E", 1, False, 16)

@@ -67,3 +67,18 @@ def wait_ready(cluster: KubeHandle, name: str = "nano", seconds: float = 45.0) -
 
 def children(cluster: KubeHandle, key: ResourceKey, name: str = "nano") -> list[dict[str, Any]]:
     return cluster.list(key, NAMESPACE, f"app.kubernetes.io/instance={name}")
+
+
+def restart_and_observe(cluster: KubeHandle, pod: dict[str, Any], cold: dict[str, Any]) -> Any:
+    """Delete the serving pod (its StatefulSet makes it again) and wait until the operator has
+    observed the second start: ``status.startup.lastObserved`` with another ``readyAt``."""
+    cluster.kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=false")
+    cluster.wait_until(
+        lambda: (
+            (status(cluster).get("startup") or {}).get("lastObserved", {}).get("readyAt")
+            not in (None, cold["readyAt"])
+        ),
+        seconds=60,
+        what="a second start observed",
+    )
+    return status(cluster)["startup"]["lastObserved"]

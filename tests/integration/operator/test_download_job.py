@@ -27,6 +27,7 @@ from tests.integration.operator.helpers import (
     children,
     condition,
     deployment,
+    restart_and_observe,
     status,
     wait_ready,
 )
@@ -129,16 +130,7 @@ def test_a_node_local_cache_makes_the_second_start_on_a_node_skip_the_download(
     assert volume["hostPath"]["type"] == "DirectoryOrCreate"
     assert [c["name"] for c in pod["spec"]["initContainers"]] == ["cache-owner", "download"]
     assert children(cluster, CLAIMS) == []
-    cluster.kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=false")
-    cluster.wait_until(
-        lambda: (
-            (status(cluster).get("startup") or {}).get("lastObserved", {}).get("readyAt")
-            not in (None, cold["readyAt"])
-        ),
-        seconds=60,
-        what="a second start observed",
-    )
-    warm = status(cluster)["startup"]["lastObserved"]
+    warm = restart_and_observe(cluster, pod, cold)
     print(f"node-local cache: first start {cold}\nsecond start on {node}: {warm}")
     [again] = [p for p in children(cluster, PODS) if "job-name" not in p["metadata"]["labels"]]
     assert again["spec"]["nodeName"] == node

@@ -64,12 +64,13 @@ def _service_account_kubeconfig(cluster: KubeHandle, path: Path) -> Path:
     return path
 
 
-def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> None:
+def _install_chart_rbac(sim_cluster: KubeHandle, tmp_path: Path) -> None:
+    """The CRDs, the namespaces and the chart's RBAC, waited for until kube-apiserver's RBAC
+    authorizer sees the new bindings (through its informers, a moment later)."""
     install_crds(sim_cluster)
     ensure_namespace(sim_cluster, "nemotron-system")
     ensure_namespace(sim_cluster, NAMESPACE)
     sim_cluster.kubectl("apply", "-f", "-", input=_chart_rbac(sim_cluster, tmp_path / "helm"))
-    # kube-apiserver's RBAC authorizer sees new bindings through its informers, a moment later.
     sim_cluster.wait_until(
         lambda: sim_cluster.kubectl(
             "auth", "can-i", "watch", "nemotrondeployments.serving.nemotron.io", "-n", NAMESPACE,
@@ -77,6 +78,10 @@ def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> N
         ).stdout.strip() == "yes",
         what="the chart's RBAC in force",
     )  # fmt: skip
+
+
+def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> None:
+    _install_chart_rbac(sim_cluster, tmp_path)
     kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
     # The operator's identity really is restricted: no Secrets.
     as_operator = {**sim_cluster.env, "KUBECONFIG": str(kubeconfig)}
@@ -234,17 +239,7 @@ def test_a_rotated_token_file_is_used_without_a_restart(
     bound to a Secret, which is deleted: kube-apiserver then refuses it, as it refuses an
     expired one). The watch streams cut, kopf logs in again with the new token and a scale-up
     converges, with no restart and no write refused."""
-    install_crds(sim_cluster)
-    ensure_namespace(sim_cluster, "nemotron-system")
-    ensure_namespace(sim_cluster, NAMESPACE)
-    sim_cluster.kubectl("apply", "-f", "-", input=_chart_rbac(sim_cluster, tmp_path / "helm"))
-    sim_cluster.wait_until(
-        lambda: sim_cluster.kubectl(
-            "auth", "can-i", "watch", "nemotrondeployments.serving.nemotron.io", "-n", NAMESPACE,
-            "--as=system:serviceaccount:nemotron-system:nemotron-operator", check=False,
-        ).stdout.strip() == "yes",
-        what="the chart's RBAC in force",
-    )  # fmt: skip
+    _install_chart_rbac(sim_cluster, tmp_path)
 
     def bound_token(secret: str) -> str:
         sim_cluster.kubectl(

@@ -17,6 +17,7 @@ from tests.integration.operator.helpers import (
     children,
     condition,
     deployment,
+    restart_and_observe,
     status,
     wait_ready,
 )
@@ -79,16 +80,7 @@ def test_each_phase_is_reported_and_a_warm_compile_cache_starts_faster(
     # The pod goes; the StatefulSet makes it again on the same claim, whose compile cache holds
     # this layout now: no torch.compile this time.
     [pod] = children(cluster, PODS)
-    cluster.kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=false")
-    cluster.wait_until(
-        lambda: (
-            (status(cluster).get("startup") or {}).get("lastObserved", {}).get("readyAt")
-            not in (None, cold["readyAt"])
-        ),
-        seconds=60,
-        what="a second start observed",
-    )
-    warm = status(cluster)["startup"]["lastObserved"]
+    warm = restart_and_observe(cluster, pod, cold)
     print(f"cold start: {cold}\nwarm start: {warm}\npredicted: {predicted}")  # shown on failure
     assert warm["loadingSeconds"] <= LOAD + CAPTURE + 1
     assert warm["loadingSeconds"] < cold["loadingSeconds"] - COMPILE / 2

@@ -6,6 +6,7 @@
 #   hack/mutation.sh status            # one package of the core: status, sizing, render, observe
 #   hack/mutation.sh sizing/reserve.py # one module, or several: sizing/cache.py sizing/memory.py
 #   hack/mutation.sh status --no-golden  # without the golden byte-diffs: behaviour only
+#   MUTATION_FROM_COMMIT=d7746bf hack/mutation.sh render  # the core and its tests at a commit
 #
 # Slow (minutes to an hour a package on 2 cores), so not part of hack/test.sh: run it before a
 # release of the core and after changing it. It runs niced, with one worker unless
@@ -36,7 +37,8 @@ for target in "${targets[@]}"; do
     */*.py) patterns+=("src/nemotron_operator/$target") ;;
     *) echo "hack/mutation.sh: unknown target $target" >&2; exit 2 ;;
   esac
-  [ -e "operator/nemotron_operator/$target" ] || { echo "no such path: $target" >&2; exit 2; }
+  [ -n "${MUTATION_FROM_COMMIT:-}" ] || [ -e "operator/nemotron_operator/$target" ] \
+    || { echo "no such path: $target" >&2; exit 2; }
 done
 target="${targets[*]}"
 name="$(echo "$target" | tr '/. ' '__+')"
@@ -61,21 +63,36 @@ if [ "$mode" = "--no-golden" ]; then
   deselect=(--ignore=tests/unit/render/test_golden.py --ignore=tests/unit/sizing/test_golden.py)
 fi
 
+# MUTATION_FROM_COMMIT=REV: the core *and* its tests as they were at REV (git archive), for a
+# "before" score of code that has changed since; the scratch copy is named after the commit.
+source_root="$ROOT"
+if [ -n "${MUTATION_FROM_COMMIT:-}" ]; then
+  rev="$(git rev-parse --short "$MUTATION_FROM_COMMIT")"
+  work="$work-at-$rev"
+  source_root="$work.export"
+  rm -rf "$source_root" && mkdir -p "$source_root"
+  git archive "$rev" operator tests docs crds charts examples pyproject.toml | tar -x -C "$source_root"
+fi
 rm -rf "$work"
 mkdir -p "$work/src"
-cp -r operator/nemotron_operator operator/nemotron_sim "$work/src/"
-cp -r docs crds charts examples "$work/"
+cp -r "$source_root"/operator/nemotron_operator "$source_root"/operator/nemotron_sim "$work/src/"
+for dir in docs crds charts examples; do cp -r "$source_root/$dir" "$work/"; done
 # MUTATION_TESTS_FROM=DIR: another copy of tests/ (how docs/testing.md's "before" was measured).
-cp -r "${MUTATION_TESTS_FROM:-tests}" "$work/tests"
+cp -r "${MUTATION_TESTS_FROM:-$source_root/tests}" "$work/tests"
 find "$work" -name __pycache__ -prune -exec rm -rf {} +
+# A suite older than the mutation profile gets it, so that the same options run either suite.
+grep -q 'register_profile("mutation"' "$work/tests/conftest.py" || printf '%s\n' '' \
+  'from hypothesis import settings as _mutation_settings  # added by hack/mutation.sh' \
+  '_mutation_settings.register_profile("mutation", max_examples=25, deadline=None)' \
+  >> "$work/tests/conftest.py"
 # A pyproject of its own: pytest's settings without pythonpath=operator (mutmut puts mutants/src
 # first on sys.path and must be the only copy the tests can import), and mutmut's.
-"$PY" - "$work/pyproject.toml" "${patterns[*]}" "${tests[@]}" "${deselect[@]}" <<'EOF'
+"$PY" - "$source_root" "$work/pyproject.toml" "${patterns[*]}" "${tests[@]}" "${deselect[@]}" <<'EOF'
 import json, sys, tomllib
 from pathlib import Path
 
-out, patterns, *selection = sys.argv[1:]
-pytest_opts = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+source_root, out, patterns, *selection = sys.argv[1:]
+pytest_opts = tomllib.loads((Path(source_root) / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
 lines = ["[tool.pytest.ini_options]"]
 for key, value in pytest_opts.items():
     if key == "pythonpath":

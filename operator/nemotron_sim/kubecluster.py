@@ -42,7 +42,13 @@ from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_sto
 from nemotron_sim.controlplane import ControlPlane, flags
 from nemotron_sim.controlplane.binaries import crd_dir, recipe_versions
 from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
-from nemotron_sim.controlplane.network import API_PORT, KUBELET_PORT, PROXY_HTTP_PORT
+from nemotron_sim.controlplane.network import (
+    API_PORT,
+    KUBELET_PORT,
+    MAX_NODES,
+    PROXY_HTTP_PORT,
+    node_cidr_mask_size,
+)
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.kubeapi.client import KubeApi
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
@@ -118,7 +124,14 @@ class KubeCluster:
         )
         self.record_events = record_events
         self.default_load_seconds = load_seconds  # what set_startup_seconds(reset) goes back to
-        self.control_plane = ControlPlane(self.workdir / "control-plane", settings=control_plane)
+        node_count = sum(g.nodes for g in self.groups) + system_nodes
+        self.control_plane = ControlPlane(
+            self.workdir / "control-plane",
+            settings=dataclasses.replace(
+                control_plane or flags.Settings(),
+                node_cidr_mask_size=node_cidr_mask_size(node_count),
+            ),
+        )
         self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
         # The same admin, through the fault proxy (what the operator under test is given).
         self.proxy_kubeconfig = self.kubeconfig.with_name(self.kubeconfig.name + "-via-proxy")
@@ -222,7 +235,7 @@ class KubeCluster:
 
     def _node_objects(self) -> list[dict[str, Any]]:
         plan = self.control_plane.plan
-        ordinals = iter(range(253))
+        ordinals = iter(range(MAX_NODES))
         version = f"{recipe_versions().kubernetes}-sim"  # a simulated kubelet at that version
         nodes = build_nodes(self.groups, gpu_facts, lambda: plan.node_ip(next(ordinals)), version)
         nodes += [

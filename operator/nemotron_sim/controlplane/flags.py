@@ -101,6 +101,9 @@ class Settings:
     # kube-controller-manager's client rate (``--kube-api-qps``, burst 1.5x; its defaults 20 and
     # 30): at 20, the StatefulSet controller alone needs ~5 minutes for 1,000 StatefulSets.
     controller_qps: int = 20
+    # A /24 of pod addresses per node from the /16 cluster range (``network.node_cidr_mask_size``
+    # narrows it for clusters of more than 256 nodes).
+    node_cidr_mask_size: int = 24
     verbosity: int = 1
 
 
@@ -189,7 +192,7 @@ def kube_controller_manager(plan: AddressPlan, layout: Layout, settings: Setting
         f"--cluster-signing-key-file={layout.key('ca')}",
         "--allocate-node-cidrs=true",
         f"--cluster-cidr={plan.cluster_cidr}",
-        "--node-cidr-mask-size=24",
+        f"--node-cidr-mask-size={settings.node_cidr_mask_size}",
         f"--service-cluster-ip-range={plan.service_cidr}",
         f"--node-monitor-period={settings.node_monitor_period_seconds}s",
         f"--node-monitor-grace-period={settings.node_monitor_grace_seconds}s",

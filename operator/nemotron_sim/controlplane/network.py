@@ -8,9 +8,9 @@ meet. Index 0 has the ranges a kubeadm cluster uses by default.
 |---|---|
 | kube-apiserver (6443), etcd (2379/2380), controller-manager (10257), scheduler | ``10.0.k.1`` |
 | the fault proxy in front of kube-apiserver (HTTPS 6443, HTTP 8080) | ``10.0.k.2`` |
-| nodes' InternalIPs (their kubelet API on 10250) | ``10.1.k.2`` … ``10.1.k.254`` |
+| nodes' InternalIPs (their kubelet API on 10250) | ``10.1.(16k+b).2`` … ``.254``, b = 0…15 |
 | Services (``--service-cluster-ip-range``; ``kubernetes`` is the first) | ``10.(96+k).0.0/16`` |
-| pods (``--cluster-cidr``, a /24 per node from kube-controller-manager) | ``10.(244+k).0.0/16`` |
+| pods (``--cluster-cidr``; a /24 per node, smaller above 256 nodes) | ``10.(244+k).0.0/16`` |
 
 (kube-scheduler's port is 10259.)
 """
@@ -21,6 +21,9 @@ import ipaddress
 from dataclasses import dataclass
 
 MAX_CLUSTERS = 12  # 10.(244+k) must stay a valid octet
+NODE_BLOCKS = 16  # /24s of node addresses per control plane: 16 x 12 clusters fit in 10.1.0.0/16
+NODES_PER_BLOCK = 253  # .2 to .254
+MAX_NODES = NODE_BLOCKS * NODES_PER_BLOCK
 API_PORT = 6443
 ETCD_CLIENT_PORT = 2379
 ETCD_PEER_PORT = 2380
@@ -80,9 +83,10 @@ class AddressPlan:
 
     def node_ip(self, ordinal: int) -> str:
         """The InternalIP of the ``ordinal``-th node (0-based)."""
-        if not 0 <= ordinal < 253:
-            raise ValueError(f"at most 253 nodes per control plane, asked for node {ordinal}")
-        return f"10.1.{self.index}.{ordinal + 2}"
+        if not 0 <= ordinal < MAX_NODES:
+            raise ValueError(f"at most {MAX_NODES} nodes per control plane, asked for {ordinal}")
+        block, host = divmod(ordinal, NODES_PER_BLOCK)
+        return f"10.1.{NODE_BLOCKS * self.index + block}.{host + 2}"
 
     def api_server_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(IP SANs, DNS SANs) of the API server's serving certificate."""
@@ -95,3 +99,17 @@ class AddressPlan:
             "localhost",
         )
         return ips, dns
+
+
+def node_cidr_mask_size(nodes: int) -> int:
+    """kube-controller-manager's ``--node-cidr-mask-size`` for ``nodes`` nodes in the /16 pod
+    range: a /24 per node (254 pods) up to 256 nodes, as kubeadm's default; beyond, the largest
+    per-node range that still gives every node one (a /25 up to 512 nodes, a /26 up to 1,024…),
+    since its node IPAM leaves a node without a range, and its pods without addresses, once the
+    range is spent."""
+    mask = 24
+    while 2 ** (mask - 16) < nodes:
+        mask += 1
+    if mask > 28:  # 14 pod addresses per node: below that, a GPU node's pods may not fit
+        raise ValueError(f"{nodes} nodes do not fit one /16 pod range with a /28 per node")
+    return mask

@@ -84,6 +84,9 @@ def resolve_model(model: ModelSpec) -> ModelEntry:
             return model_from_architecture(model.id, model.architecture)
         except ValueError as exc:
             path, _, message = str(exc).partition(": ")
+            if not path.startswith("spec.model.architecture") or not message:
+                # An error that names no field is about the architecture as a whole.
+                path, message = "spec.model.architecture", str(exc)
             raise PlanningError(errors.INVALID_ARCHITECTURE, message, field=path) from exc
     entry = lookup_model(model.id)
     if entry is None:

@@ -266,6 +266,25 @@ def test_a_contradictory_architecture_names_its_field_and_the_fix() -> None:
     )
 
 
+def test_an_architecture_error_without_a_field_keeps_its_whole_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every error model_from_architecture raises today starts with its field; one that does not
+    # (a helper's "x is needed to count ...") must still reach the user whole, under the
+    # architecture's field, not split at its first ": " into a field and an empty message.
+    def fail(*_: object) -> None:
+        raise ValueError("moe_intermediate_size is needed to count an MoE layer")
+
+    monkeypatch.setattr("nemotron_operator.sizing.planner.model_from_architecture", fail)
+    deployment = NemotronDeploymentSpec.model_validate(
+        {"model": {"id": "example/x", "architecture": super_as_architecture().to_wire()}}
+    )
+    with pytest.raises(PlanningError) as caught:
+        resolve_model(deployment.model)
+    assert caught.value.field == "spec.model.architecture"
+    assert caught.value.message == "moe_intermediate_size is needed to count an MoE layer"
+
+
 def test_an_unknown_model_message_ends_with_the_architecture_field() -> None:
     with pytest.raises(PlanningError) as caught:
         resolve_model(spec("example/unknown").model)

@@ -160,6 +160,7 @@ class InventoryReader:
         # a pod's or a claim's share of the GPUs in use (keyed "pods" or "claims", then by object)
         self._counted: dict[tuple[str, ObjectKey], Share] = {}
         self._watched = False  # the usage above is the watches' (built from their first lists)
+        self._nodes_stale = False  # a node or slice changed since _nodes was parsed
         self.generation = 0
 
     # -- the watches -------------------------------------------------------------------------
@@ -212,11 +213,12 @@ class InventoryReader:
         return self._dra and not any(w is not None and w.not_served for w in watches)
 
     def _node_changed(self, kind: str, obj: dict[str, Any]) -> None:
+        # O(1): the nodes are parsed again at the next read, once, not at every event (a
+        # 417-node cluster whose Ready conditions flapped spent 28 % of the operator's CPU
+        # parsing every node at every node event; docs/benchmarks.md, the full runs).
         self.generation += 1
         self._shared = None
-        if self._watched and self._node_watch is not None:
-            self._nodes = self._node_watch.items()
-            self._slices = self._slice_watch.items() if self._slice_watch is not None else []
+        self._nodes_stale = True
 
     def _pod_changed(self, kind: str, obj: dict[str, Any]) -> None:
         if self._watched:
@@ -264,10 +266,15 @@ class InventoryReader:
             self._count(("pods", object_key(pod)), pod)
         for claim in self._claim_watch.items() if self._claim_watch is not None else []:
             self._count(("claims", object_key(claim)), claim)
-        self._nodes = self._node_watch.items()
-        self._slices = self._slice_watch.items() if self._slice_watch is not None else []
+        self._refresh_nodes()
         self.generation += 1
         self._shared = None
+
+    def _refresh_nodes(self) -> None:
+        assert self._node_watch is not None
+        self._nodes = self._node_watch.items()
+        self._slices = self._slice_watch.items() if self._slice_watch is not None else []
+        self._nodes_stale = False
 
     # -- reads ---------------------------------------------------------------------------------
     def invalidate(self) -> None:
@@ -277,6 +284,8 @@ class InventoryReader:
         if self.watched:
             if not self._watched:
                 self._from_watches()
+            elif self._nodes_stale:
+                self._refresh_nodes()
         elif self._clock() - self._read_at > self._ttl:
             nodes = await self._kube.list(NODES)
             pods = await self._kube.list(PODS, field_selector=UNFINISHED)

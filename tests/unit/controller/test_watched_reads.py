@@ -149,6 +149,44 @@ async def test_the_inventory_is_kept_from_watch_events_without_a_request() -> No
     assert {x.name: x.free_gpus for x in theirs.nodes}["h200-b"] == 8
 
 
+async def test_node_events_are_parsed_once_at_the_next_read_not_at_each_event() -> None:
+    class NoRequests:
+        async def list(self, *_: Any, **__: Any) -> Any:
+            raise AssertionError("the watched inventory must not list")
+
+    reader = InventoryReader(cast(KubeClient, NoRequests()), ttl=5.0)
+    nodes, pods = reader.follow()
+    for name in ("h200-a", "h200-b"):
+        nodes.store(_node(name))
+    nodes.synced.set()
+    pods.synced.set()
+    await reader.read("ai", "mine")
+    parsed = 0
+    items = nodes.items
+
+    def counting_items() -> list[dict[str, Any]]:
+        nonlocal parsed
+        parsed += 1
+        return items()
+
+    nodes.items = counting_items  # type: ignore[method-assign]
+    listener = nodes.listener
+    assert listener is not None
+    start = reader.generation
+    for version, status in enumerate(["Unknown", "True", "Unknown"], start=2):  # a flapping node
+        flapping = _node("h200-a")
+        flapping["metadata"]["resourceVersion"] = str(version)
+        flapping["status"]["conditions"][0]["status"] = status
+        assert nodes.store(flapping)
+        listener("MODIFIED", flapping)
+    assert parsed == 0  # events cost no parse of every node
+    assert reader.generation == start + 3  # but each can change a plan: no reconcile is skipped
+    inventory = await reader.read("ai", "mine")
+    await reader.read("ai", "someone")
+    assert parsed == 1  # one parse for both reads
+    assert {node.name: node.ready for node in inventory.nodes} == {"h200-a": False, "h200-b": True}
+
+
 _REVISIONS = iter(range(10, 1000))
 
 

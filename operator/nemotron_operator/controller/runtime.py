@@ -319,9 +319,19 @@ async def run_operator(config: OperatorConfig) -> int:
             "standalone" if controller.lease is None else f"Lease {config.lease_name}",
         )
         requested = asyncio.create_task(stop_requested.wait(), name="stop-requested")
-        await asyncio.wait({kopf_task, requested}, return_when=asyncio.FIRST_COMPLETED)
+        failed = await shutdown.first_failure(tasks, until={kopf_task, requested})
         requested.cancel()
-        code = 0 if stop_requested.is_set() else _kopf_outcome(kopf_task)
+        if failed is not None:
+            # A worker, the resync or a watch died: without it the operator would sit idle with
+            # work queued and /healthz green. Stop, and let Kubernetes restart the pod.
+            logger.error(
+                "task %s failed; stopping (exit 1) so that the operator restarts",
+                failed.get_name(),
+                exc_info=failed.exception(),
+            )
+            code = 1
+        else:
+            code = 0 if stop_requested.is_set() else _kopf_outcome(kopf_task)
         # Stop taking work first, then hand the Lease over, then let kopf close its watches.
         await shutdown.stop_tasks(tasks, shutdown.TASKS_SECONDS)
         await shutdown.bounded(controller.cache.stop(), shutdown.TASKS_SECONDS, "closing watches")

@@ -27,6 +27,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Awaitable, Collection
+from typing import Any
 
 logger = logging.getLogger("nemotron_operator")
 
@@ -54,6 +55,24 @@ async def reclaim_signals_when(ready: asyncio.Event, requested: asyncio.Event) -
     """kopf installs its signal handlers while it starts; take them back once it is ready."""
     await ready.wait()
     handle_signals(requested)
+
+
+async def first_failure(
+    tasks: Collection[asyncio.Task[None]], *, until: Collection[asyncio.Task[Any]]
+) -> asyncio.Task[None] | None:
+    """Wait until one of ``until`` ends (None) or one of ``tasks`` ends with an error (that
+    task). A task of ``tasks`` that returns normally (a watch of a kind the cluster does not
+    serve, the signal hand-back) is no failure."""
+    pending: set[asyncio.Task[Any]] = {*tasks, *until}
+    while True:
+        done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        if any(task in until for task in done):
+            return None
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                return task
+        if not pending:
+            return None
 
 
 async def stop_tasks(tasks: Collection[asyncio.Task[None]], seconds: float) -> None:

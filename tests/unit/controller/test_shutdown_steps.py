@@ -57,3 +57,35 @@ async def test_stop_kopf_reads_its_outcome() -> None:
     hanging = asyncio.create_task(asyncio.Event().wait())
     assert not await shutdown.stop_kopf(hanging, 0.05)
     assert hanging.cancelled()
+
+
+async def _returns() -> None:
+    await asyncio.sleep(0)
+
+
+async def test_a_failed_task_is_reported_and_one_that_returns_is_not() -> None:
+    kopf = asyncio.create_task(asyncio.Event().wait(), name="kopf")
+    finished = asyncio.create_task(_returns(), name="inventory resourceslices")  # not served
+    worker = asyncio.create_task(_fails(), name="worker-3")
+    idle = asyncio.create_task(asyncio.Event().wait(), name="resync")
+    failed = await asyncio.wait_for(
+        shutdown.first_failure([finished, worker, idle], until={kopf}), 1.0
+    )
+    assert failed is worker
+    assert finished.done()
+    assert not kopf.done()
+    for task in (kopf, idle):
+        task.cancel()
+
+
+async def test_the_stop_ends_the_wait_without_a_failure() -> None:
+    stop = asyncio.Event()
+    requested = asyncio.create_task(stop.wait(), name="stop-requested")
+    idle = asyncio.create_task(asyncio.Event().wait(), name="worker-0")
+    finished = asyncio.create_task(_returns(), name="signals")
+    waiting = asyncio.create_task(shutdown.first_failure([idle, finished], until={requested}))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # a task that returned normally does not end the wait
+    stop.set()
+    assert await asyncio.wait_for(waiting, 1.0) is None
+    idle.cancel()

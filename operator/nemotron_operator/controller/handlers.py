@@ -89,8 +89,12 @@ def build_registry(
 
     nd = NEMOTRON_DEPLOYMENTS
 
+    # async: kopf runs a plain function in a thread pool, and this one touches the work queue and
+    # the store, which belong to the event loop. From a thread it raced the workers ("dictionary
+    # changed size during iteration" killed every worker at 3,000 deployments, and an
+    # asyncio.Event set from a thread may wake no one).
     @kopf.on.event(nd.group, nd.version, nd.plural, registry=registry)
-    def deployment_event(event: Any, **kwargs: Any) -> None:
+    async def deployment_event(event: Any, **kwargs: Any) -> None:
         kind, obj = event.get("type"), event.get("object")
         if isinstance(obj, dict):
             deployments.event(kind, obj)

@@ -11,13 +11,14 @@ series of a deleted deployment. docs/observability.md lists each metric with its
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from nemotron_operator.api.plan import Plan
 from nemotron_operator.observe.plan_check import PlanCheckResult
 from nemotron_operator.observe.throughput import ThroughputFigures
+from nemotron_operator.telemetry.compact_series import CompactSeries, GaugeFamily, HistogramFamily
 
 DEPLOYMENT_LABELS = ("namespace", "name", "gpu_product")
 # A serving pod's start: seconds for a small model on a warm cache to hours for a cold 550 GB one.
@@ -81,20 +82,12 @@ class DeploymentFigures:
     seconds_to_first_ready: float | None = None
 
 
-@dataclass
-class _Series:
-    gpu_product: str
-    # (metric, extra label values) pairs set for this deployment, so forget() removes exactly them.
-    extra: set[tuple[str, tuple[str, ...]]] = field(default_factory=set)
-
-
 class OperatorMetrics:
     """Every metric the operator exports, in its own registry (the controller serves it)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self._series: dict[Key, _Series] = {}
-        self._gauges: dict[str, Gauge] = {}
+        self._gauges: list[GaugeFamily] = []
         d = DEPLOYMENT_LABELS
         self._gauge("nemotron_deployment_replicas_desired", "Replicas the spec asks for.", d)
         self._gauge("nemotron_deployment_replicas_ready", "Serving replicas that are Ready.", d)
@@ -161,15 +154,19 @@ class OperatorMetrics:
             (*d, "figure"),
         )
         self._gauge("nemotron_deployment_plan_accurate", "1 unless vLLM got materially less.", d)
-        self.startup_seconds = Histogram(
-            "nemotron_deployment_startup_seconds",
-            "Seconds a serving pod's start took, by phase (scheduling, downloading, loading, "
-            "verifying) and total (creation to Ready); one observation per pod start.",
-            (*d, "phase"),
-            buckets=STARTUP_BUCKETS,
-            registry=self.registry,
+        # Per-deployment series: plain numbers, exposed by a collector (compact_series.py).
+        self._series = CompactSeries(
+            DEPLOYMENT_LABELS,
+            self._gauges,
+            HistogramFamily(
+                "nemotron_deployment_startup_seconds",
+                "Seconds a serving pod's start took, by phase (scheduling, downloading, loading, "
+                "verifying) and total (creation to Ready); one observation per pod start.",
+                "phase",
+                STARTUP_BUCKETS,
+            ),
         )
-        self._startup_series: set[tuple[str, str, str, str]] = set()
+        self.registry.register(self._series)
         self.reconciles = Counter(
             "nemotron_operator_reconciles",
             "Reconciles by result: ok, unchanged (skipped: its inputs had not changed), "
@@ -211,30 +208,15 @@ class OperatorMetrics:
         )
 
     def _gauge(self, name: str, documentation: str, labels: tuple[str, ...]) -> None:
-        self._gauges[name] = Gauge(name, documentation, labels, registry=self.registry)
+        self._gauges.append(GaugeFamily(name, documentation, labels[len(DEPLOYMENT_LABELS) :]))
 
     # Per-deployment series -------------------------------------------------------------------
 
-    def _labels(self, key: Key, gpu_product: str) -> tuple[str, str, str]:
-        series = self._series.get(key)
-        if series is not None and series.gpu_product != gpu_product:
-            self.forget(*key)  # re-planned onto another product: the old series would linger
-            series = None
-        if series is None:
-            self._series[key] = _Series(gpu_product)
-        return (key[0], key[1], gpu_product)
-
     def _set(self, key: Key, gpu_product: str, name: str, value: float, *extra: str) -> None:
-        labels = self._labels(key, gpu_product)
-        self._gauges[name].labels(*labels, *extra).set(value)
-        self._series[key].extra.add((name, extra))
+        self._series.set(key, gpu_product, name, value, *extra)
 
     def _clear(self, key: Key, name: str, *extra: str) -> None:
-        series = self._series.get(key)
-        if series is None or (name, extra) not in series.extra:
-            return
-        self._gauges[name].remove(key[0], key[1], series.gpu_product, *extra)
-        series.extra.discard((name, extra))
+        self._series.clear(key, name, *extra)
 
     def set_readiness(
         self, namespace: str, name: str, gpu_product: str, figures: DeploymentFigures
@@ -325,23 +307,14 @@ class OperatorMetrics:
         )
 
     def startup_observed(self, key: Key, gpu_product: str, phase: str, seconds: float) -> None:
-        labels = (*self._labels(key, gpu_product), phase)
-        self.startup_seconds.labels(*labels).observe(seconds)
-        self._startup_series.add(labels)
+        self._series.observe(key, gpu_product, phase, seconds)
 
     def forget(self, namespace: str, name: str) -> None:
         """Remove every series of a deleted deployment."""
-        for labels in [x for x in self._startup_series if x[:2] == (namespace, name)]:
-            self.startup_seconds.remove(*labels)
-            self._startup_series.discard(labels)
-        series = self._series.pop((namespace, name), None)
-        if series is None:
-            return
-        for metric, extra in series.extra:
-            self._gauges[metric].remove(namespace, name, series.gpu_product, *extra)
+        self._series.forget((namespace, name))
 
     def deployments(self) -> frozenset[Key]:
-        return frozenset(self._series)
+        return self._series.deployments()
 
     # The operator itself ---------------------------------------------------------------------
 

@@ -3,13 +3,14 @@ found by mutation testing (docs/testing.md), where a changed comparison or const
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
 
 from nemotron_operator.api import NemotronDeploymentSpec
-from nemotron_operator.api.plan import RejectedLayout
+from nemotron_operator.api.plan import MAX_REJECTED, RejectedLayout
 from nemotron_operator.sizing import Layout, PlanningError, plan_deployment
 from nemotron_operator.sizing.layouts import (
     MAX_PLANNED_PIPELINE,
@@ -18,9 +19,9 @@ from nemotron_operator.sizing.layouts import (
     precision_note,
     structural_problem,
 )
-from nemotron_operator.sizing.planner import _clip
+from nemotron_operator.sizing.planner import _clip, choose, search
 from nemotron_operator.sizing.reserve import vision_encoder_bytes
-from nemotron_operator.sizing.result import nodes_for
+from nemotron_operator.sizing.result import build_plan, nodes_for, notes_for
 
 from .helpers import (
     H8B,
@@ -250,3 +251,38 @@ def test_tensor_parallelism_must_divide_a_dense_mlp_width() -> None:
     with pytest.raises(PlanningError) as caught:
         plan_deployment(NemotronDeploymentSpec.model_validate(spec_body))
     assert "TP 2 does not divide the MLP width 21505" in caught.value.message
+
+
+def test_the_scheduler_note_only_when_the_pool_holds_strictly_more_than_max_num_seqs() -> None:
+    result = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 8192, "maxNumSeqs": 16}))
+    # One block per request: the pool holds exactly num_blocks full-length requests.
+    pool = dataclasses.replace(result.memory, blocks_per_request=1)
+    holds = pool.num_blocks
+
+    def says_so(max_num_seqs: int) -> bool:
+        memory = dataclasses.replace(pool, max_num_seqs=max_num_seqs)
+        notes = notes_for(result.model, result.gpu, memory, result.settings)
+        return any(f"schedules at most maxNumSeqs={max_num_seqs}" in n for n in notes)
+
+    assert says_so(holds - 1)
+    assert not says_so(holds)  # equal: every request the pool holds can be scheduled
+
+
+def test_a_note_is_cut_at_512_characters() -> None:
+    result = plan_deployment(spec(NANO_BF16))
+    entry = dataclasses.replace(result.model, notes=("n" * 600,), unverified=())
+    notes = notes_for(entry, result.gpu, result.memory, result.settings)
+    assert notes[-1] == "n" * 512
+
+
+def test_the_plan_counts_the_rejections_it_leaves_out() -> None:
+    wanted = spec(SUPER_BF16, capacity={"gpu": {"products": [H100]}})
+    found = search(wanted)
+    chosen = choose(found)
+    failed = next(e for e in found.evaluations if not e.fits)
+    extra = MAX_REJECTED + 5
+    crowded = dataclasses.replace(found, evaluations=found.evaluations + (failed,) * extra)
+    listed = len(build_plan(wanted, found, chosen).rejected)
+    plan = build_plan(wanted, crowded, chosen)
+    assert len(plan.rejected) == MAX_REJECTED
+    assert plan.rejected_omitted == listed + extra - MAX_REJECTED

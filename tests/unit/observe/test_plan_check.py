@@ -88,3 +88,30 @@ def test_the_threshold_is_configurable_and_more_than_planned_is_not_a_fault() ->
     more = compare(plan(), [generous])
     assert more is not None
     assert (more.accurate, more.reason) == (True, "MoreThanPlanned")
+
+
+def test_status_carries_every_figure_of_the_worst_pod_rounded_for_reading() -> None:
+    observed = observed_cache(
+        "p-1",
+        info(5555, kv_cache_size_tokens="9700001", kv_cache_max_concurrency="37.0333333"),
+        plan(),
+    )
+    assert observed is not None
+    result = compare(plan(), [observed])
+    assert result is not None
+    shown = to_status(result, "2026-12-05T21:00:00Z")
+    assert shown.kv_cache_blocks == 5555
+    assert shown.kv_cache_tokens == 9700001
+    assert shown.max_concurrency == 37.033  # three decimals
+    assert shown.block_size_tokens == 1056
+    # observed / planned - 1, four decimals: 5555/6000, 9700001/10485760, 37.0333333/40
+    assert shown.blocks_deviation == -0.0742
+    assert shown.tokens_deviation == -0.0749
+    assert shown.concurrency_deviation == -0.0742
+    assert shown.derived == []
+    assert (shown.pod, shown.pods_checked, shown.checked_at) == ("p-1", 1, "2026-12-05T21:00:00Z")
+    derived = observed_cache("p-2", info(3000), plan())
+    assert derived is not None
+    again = compare(plan(), [derived])
+    assert again is not None
+    assert to_status(again, "t").derived == ["maxConcurrency", "kvCacheTokens"]

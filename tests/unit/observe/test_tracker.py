@@ -40,6 +40,15 @@ def test_a_new_deployment_shows_its_first_sample_and_an_idle_second_writes_nothi
     second = update(tracker, sample(130.0, 0.0, since_start=70.0), "t2")
     assert second.throughput_changed == ()
     assert tracker.shown.sampled_at == "t1"  # nothing moved: status stays as written
+    assert second.throughput.sampled_at == "t1"  # ...and the update hands back what it shows
+
+
+def test_before_anything_is_shown_the_update_hands_back_the_fresh_figures() -> None:
+    tracker = DeploymentTracker()
+    first = tracker.update(None, {}, {}, ["pod-0"], sampled_at="t0")  # one miss: not shown
+    assert tracker.shown is None
+    assert first.throughput.sampled_at == "t0"
+    assert first.throughput.unresponsive_pods == ["pod-0"]
 
 
 def test_a_busy_new_pod_shows_its_rate_since_start_at_once() -> None:
@@ -104,3 +113,17 @@ def test_one_missed_scrape_writes_nothing_two_in_a_row_list_the_pod() -> None:
     back = update(tracker, sample(160.0, 0.0, since_start=100.0), "t4")
     assert "unresponsive_pods" in back.throughput_changed  # answering again is news at once
     assert tracker.shown.unresponsive_pods == []
+
+
+def test_a_silent_pod_keeps_its_base_and_a_gone_pod_is_dropped() -> None:
+    tracker = DeploymentTracker()
+    two = {
+        "uid-1": sample(100.0, 0.0, since_start=40.0),
+        "uid-2": sample(100.0, 0.0, since_start=40.0),
+    }
+    names = {"uid-1": "pod-0", "uid-2": "pod-1"}
+    tracker.update(None, two, names, [], sampled_at="t1")
+    # pod-0 does not answer; pod-1 is gone (neither sampled nor listed as unresponsive)
+    tracker.update(None, {}, names, ["pod-0"], sampled_at="t2")
+    assert set(tracker.previous) == {"uid-1"}
+    assert tracker.previous["uid-1"].at == 100.0  # the base its next answer counts from

@@ -85,3 +85,23 @@ def test_status_figures_are_rounded() -> None:
         "2026-12-02T10:00:00Z",
     )
     assert (shown.generation_tokens_per_second, shown.kv_cache_usage) == (12.3, 0.123)
+
+
+def test_status_rounds_each_figure_to_what_a_reader_needs() -> None:
+    shown = to_status(
+        dataclasses.replace(
+            BASE,
+            generation_tokens_per_second=1234.5678,
+            prompt_tokens_per_second=98.7654,
+            kv_cache_usage=0.123456,
+            mtp_acceptance_rate=0.654321,
+            mtp_mean_accepted_length=2.345678,
+            ttft_seconds_p50=0.1234567,
+            ttft_seconds_p95=0.9876543,
+        ),
+        "t",
+    )
+    assert (shown.generation_tokens_per_second, shown.prompt_tokens_per_second) == (1234.6, 98.8)
+    assert shown.kv_cache_usage == 0.123
+    assert (shown.mtp_acceptance_rate, shown.mtp_mean_accepted_length) == (0.654, 2.346)
+    assert (shown.ttft_seconds_p50, shown.ttft_seconds_p95) == (0.1235, 0.9877)

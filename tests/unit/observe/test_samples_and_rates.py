@@ -248,3 +248,26 @@ def test_histogram_quantile_matches_prometheus(
     quantile: float, buckets: list[tuple[float, float]], expected: float | None
 ) -> None:
     assert histogram_quantile(quantile, buckets) == expected
+
+
+def test_a_refusal_quotes_the_offending_line_alone_with_its_number() -> None:
+    text = "vllm:num_requests_waiting 0\n<p> not metrics\nvllm:num_requests_running 1\n"
+    with pytest.raises(MetricsParseError) as refused:
+        parse_pod_metrics(text, 0.0)
+    assert str(refused.value).endswith("line 2: '<p> not metrics'")
+    broken = 'vllm:num_requests_waiting 0\nvllm:num_requests_running{engine="0"} one\n'
+    with pytest.raises(MetricsParseError) as refused:
+        parse_pod_metrics(broken, 0.0)
+    assert str(refused.value).endswith("""line 2: 'vllm:num_requests_running{engine="0"} one'""")
+    unquoted = "vllm:num_requests_waiting 0\nvllm:num_requests_running{engine=0} 1\n"
+    with pytest.raises(MetricsParseError) as refused:
+        parse_pod_metrics(unquoted, 0.0)
+    assert str(refused.value).endswith("line 2: 'vllm:num_requests_running{engine=0} 1'")
+
+
+def test_a_sample_without_labels_and_a_last_line_without_a_newline() -> None:
+    text = "vllm:num_requests_waiting 2\nvllm:num_requests_running 3"
+    assert s.used_samples(text) == [
+        ("vllm:num_requests_waiting", "", 2.0),
+        ("vllm:num_requests_running", "", 3.0),
+    ]

@@ -115,3 +115,12 @@ def test_status_carries_every_figure_of_the_worst_pod_rounded_for_reading() -> N
     again = compare(plan(), [derived])
     assert again is not None
     assert to_status(again, "t").derived == ["maxConcurrency", "kvCacheTokens"]
+
+
+def test_without_blocks_per_sequence_in_the_plan_no_concurrency_is_derived() -> None:
+    wire = plan().model_dump(by_alias=True)
+    wire.update(blocksPerSequence=0)
+    observed = observed_cache("p-0", info(3000), Plan.model_validate(wire))
+    assert observed is not None
+    assert observed.max_concurrency == 0.0
+    assert observed.kv_cache_tokens == 0

@@ -61,7 +61,9 @@ def test_noise_and_a_new_sampled_at_write_nothing() -> None:
     ],
 )
 def test_a_meaningful_change_names_its_figure(change: dict[str, object], figure: str) -> None:
-    assert changed_figures(OLD, status_with(**change)) == (figure,)  # type: ignore[arg-type]
+    new = status_with(**change)
+    assert changed_figures(OLD, new) == (figure,)  # type: ignore[arg-type]
+    assert meaningful_change(OLD, new)  # type: ignore[arg-type]
 
 
 def test_idle_to_idle_stays_quiet() -> None:

@@ -271,3 +271,34 @@ def test_a_sample_without_labels_and_a_last_line_without_a_newline() -> None:
         ("vllm:num_requests_waiting", "", 2.0),
         ("vllm:num_requests_running", "", 3.0),
     ]
+
+
+def test_a_refusal_counts_an_empty_first_line_and_cuts_a_long_line_at_60() -> None:
+    with pytest.raises(MetricsParseError) as refused:
+        parse_pod_metrics("\n<p>\n", 0.0)
+    assert "line 2: '<p>'" in str(refused.value)
+    long = "<" + "x" * 100
+    with pytest.raises(MetricsParseError) as refused:
+        parse_pod_metrics(long + "\n", 0.0)
+    assert str(refused.value).endswith(f"line 1: {long[:60]!r}")
+
+
+def test_an_unknown_escape_in_a_label_is_kept_as_written() -> None:
+    assert s.labels_of('{a="x\\qy",b="1\\n2"}') == {"a": "x\\qy", "b": "1\n2"}
+
+
+def test_engines_histograms_add_up_and_the_latest_start_is_the_pods() -> None:
+    text = "\n".join(
+        [
+            'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1"} 3',
+            'vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1"} 4',
+            'vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf"} 5',
+            'vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf"} 6',
+            'vllm:generation_tokens_created{engine="0"} 1700000009',
+            'vllm:generation_tokens_created{engine="1"} 1700000001',
+            "",
+        ]
+    )
+    sample = parse_pod_metrics(text, 0.0)
+    assert dict(sample.ttft_buckets) == {0.1: 7.0, math.inf: 11.0}
+    assert sample.created[s.GENERATION_TOKENS] == 1700000009

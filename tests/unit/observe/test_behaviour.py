@@ -77,3 +77,53 @@ def test_a_long_answer_is_cut_to_an_excerpt() -> None:
     assert problem.endswith("…")
     assert len(problem) < 220
     json.dumps(problem)  # a status message: plain text
+
+
+def test_every_request_is_deterministic_and_thinking_is_off_except_for_reasoning() -> None:
+    for name, check in by_name(ALL).items():
+        body = check.body
+        assert body["temperature"] == 0, name
+        (message,) = body["messages"]
+        assert message["role"] == "user"
+        assert isinstance(message["content"], str)
+        assert message["content"].strip(), name
+        thinking = body["chat_template_kwargs"]["enable_thinking"]
+        assert thinking is (name == "reasoning"), name
+    schema = by_name(ALL)["json-schema"].body["response_format"]["json_schema"]
+    assert schema["name"] == "status"
+    assert set(schema["schema"]["required"]) == {"status", "ok"}
+
+
+def test_an_answer_that_is_no_object_or_whose_first_choice_is_no_object_has_no_choices() -> None:
+    chat = by_name(ALL)["chat"]
+    assert verdict(chat, 200, ["ready"]) == 'no choices in the answer: ["ready"]'
+    assert verdict(chat, 200, {"choices": ["ready"]}) == (
+        'no choices in the answer: {"choices":["ready"]}'
+    )
+    assert verdict(chat, 200, {"choices": []}) == 'no choices in the answer: {"choices":[]}'
+    # a message that is no object reads as an empty one
+    assert verdict(chat, 200, {"choices": [{"message": "ready"}]}) == (
+        "the answer has no content: {}"
+    )
+
+
+def test_the_old_reasoning_field_and_the_length_cut_are_understood() -> None:
+    reasoning = by_name(ALL)["reasoning"]
+    old = choice(content="5", reasoning_content="2 plus 3")
+    assert verdict(reasoning, 200, old) is None
+    cut = {
+        "choices": [{"message": {"content": "", "reasoning": "2 plus"}, "finish_reason": "length"}]
+    }
+    assert verdict(reasoning, 200, cut) == (
+        "content is empty, everything went to reasoning (max_tokens reached while thinking): 2 plus"
+    )
+
+
+def test_an_excerpt_keeps_160_characters_and_cuts_longer_text_to_159_and_an_ellipsis() -> None:
+    json_check = by_name(ALL)["json-schema"]
+    exact = "x" * 160
+    assert verdict(json_check, 200, choice(content=exact)) == (
+        f"the answer is not valid JSON: {exact}"
+    )
+    longer = verdict(json_check, 200, choice(content="y" * 161))
+    assert longer == "the answer is not valid JSON: " + "y" * 159 + "…"

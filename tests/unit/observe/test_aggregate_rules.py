@@ -120,3 +120,13 @@ def test_histogram_quantile_edges_as_prometheus_defines_them(
     quantile: float, buckets: list[tuple[float, float]], expected: float | None
 ) -> None:
     assert histogram_quantile(quantile, buckets) == expected
+
+
+def test_pods_histograms_add_up() -> None:
+    before = {"a": pod(0.0), "b": pod(0.0)}
+    current = {
+        "a": pod(10.0, buckets=((0.1, 1.0), (1.0, 1.0), (INF, 1.0))),
+        "b": pod(10.0, buckets=((0.1, 0.0), (1.0, 3.0), (INF, 3.0))),
+    }
+    # merged: 1 at or below 0.1 s, 4 at or below 1 s; the median (rank 2) is in (0.1, 1]
+    assert aggregate(before, current).ttft_seconds_p50 == pytest.approx(0.1 + 0.9 * 1 / 3)

@@ -127,3 +127,22 @@ def test_an_excerpt_keeps_160_characters_and_cuts_longer_text_to_159_and_an_elli
     )
     longer = verdict(json_check, 200, choice(content="y" * 161))
     assert longer == "the answer is not valid JSON: " + "y" * 159 + "…"
+
+
+def test_the_wrong_tool_and_arguments_that_are_no_object_are_named() -> None:
+    tool = by_name(ALL)["tool-call"]
+    other = {"function": {"name": "get_time", "arguments": "{}"}}
+    assert verdict(tool, 200, choice(tool_calls=[other])) == (
+        "the tool call names 'get_time', not get_weather"
+    )
+    listed = {"function": {"name": "get_weather", "arguments": "[1, 2]"}}
+    assert verdict(tool, 200, choice(tool_calls=[listed])) == (
+        "the tool call's arguments are not a JSON object: [1,2]"
+    )
+
+
+def test_a_json_answer_that_is_no_object_or_lacks_both_keys() -> None:
+    check = by_name(ALL)["json-schema"]
+    assert verdict(check, 200, choice(content="[1]")) == "the answer is not a JSON object: [1]"
+    assert verdict(check, 200, choice(content=None)) == "the answer is not a JSON object: null"
+    assert verdict(check, 200, choice(content="{}")) == "the JSON answer lacks status, ok: {}"

@@ -124,3 +124,24 @@ def test_without_blocks_per_sequence_in_the_plan_no_concurrency_is_derived() -> 
     assert observed is not None
     assert observed.max_concurrency == 0.0
     assert observed.kv_cache_tokens == 0
+
+
+def test_a_message_shows_whole_figures_without_decimals_and_others_with_two() -> None:
+    observed = observed_cache("p-0", info(5400), plan())  # 36.0 requests derived: 5400 / 150
+    assert observed is not None
+    result = compare(plan(), [observed])
+    assert result is not None
+    assert "maxConcurrency planned 40, vLLM allocated 36 (-10.0%)" in result.message
+    odd = observed_cache("p-0", info(5401, kv_cache_max_concurrency="36.0066"), plan())
+    assert odd is not None
+    odd_result = compare(plan(), [odd])
+    assert odd_result is not None
+    assert "vLLM allocated 36.01 (" in odd_result.message
+
+
+def test_a_missing_block_size_reads_as_zero_and_an_infinite_label_as_missing() -> None:
+    observed = observed_cache("p-0", CacheConfigInfo({"num_gpu_blocks": "6000"}), plan())
+    assert observed is not None
+    assert observed.block_size_tokens == 0
+    assert CacheConfigInfo({"x": "inf"}).number("x") is None
+    assert CacheConfigInfo({"x": "nan"}).number("x") is None

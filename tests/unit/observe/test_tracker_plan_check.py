@@ -167,3 +167,11 @@ def test_a_replaced_pod_is_checked_at_its_new_start() -> None:
     assert update.plan_check.pods_checked == 1
     assert update.plan_check_status is not None
     assert update.plan_check_status.pod == "pod-b"
+
+
+def test_a_pod_sampled_only_for_rates_counts_as_sampled() -> None:
+    tracker = DeploymentTracker()
+    tick(tracker, {"a": None}, "t1")  # no cache config: nothing checked, a base for rates
+    assert "a" not in tracker.checked
+    assert tracker.sampled("a")
+    assert not tracker.sampled("b")

@@ -323,6 +323,33 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "default": {},
     "shared-cache": {"storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}}},
     "pvc": {"model": {"source": {"pvc": {"claimName": "w", "path": "/m"}}}},
+    # Features whose objects no golden case renders (mutation testing found their containers'
+    # fields unchecked): each must still be valid Kubernetes.
+    "node-local-cache": {"storage": {"cache": {"nodeLocal": {"path": "/var/lib/nemotron"}}}},
+    "object-store": {
+        "model": {
+            "source": {
+                "objectStore": {
+                    "uri": "gs://models/nvidia/super",
+                    "credentialsSecretRef": {"name": "gcs"},
+                }
+            }
+        }
+    },
+    "adapters-and-download-job": {
+        "storage": {"cache": {"shared": True, "accessModes": ["ReadWriteMany"]}},
+        "model": {"source": {"huggingFace": {"tokenSecretRef": {"name": "hf", "key": "token"}}}},
+        "engine": {"lora": {"maxLoras": 4, "maxLoraRank": 64}},
+        "adapters": [
+            {"name": "sql", "rank": 16, "source": {"huggingFace": {"id": "org/sql-lora"}}},
+            {"name": "law", "rank": 64, "source": {"pvc": {"claimName": "loras", "path": "/l"}}},
+        ],
+    },
+    "network-policy-and-gateway": {
+        "networkPolicy": {"enabled": True, "apiFromNamespaces": ["clients"]},
+        "gateway": {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}},
+    },
+    "dra": {"capacity": {"gpu": {"allocation": "DRA"}}},
     "karpenter-types": {
         "nodePool": {
             "provisioner": "Karpenter",
@@ -393,3 +420,22 @@ def test_an_existing_read_only_claim_gets_no_compile_cache() -> None:
     mounts, env = _compile_cache(render({"model": {"source": {"pvc": {"claimName": "w"}}}}))
     assert [m["mountPath"] for m in mounts] == ["/models"]
     assert "VLLM_CACHE_ROOT" not in env
+
+
+def test_the_validated_configs_render_the_objects_they_are_there_for() -> None:
+    def kinds_and_init(config: str) -> tuple[set[str], set[str]]:
+        objects = render(CONFIGS[config] | {"replicas": 2})
+        init = {
+            c["name"]
+            for o in objects
+            if o["kind"] == "StatefulSet"
+            for c in o["spec"]["template"]["spec"].get("initContainers", [])
+        }
+        return {o["kind"] for o in objects}, init
+
+    assert "cache-owner" in kinds_and_init("node-local-cache")[1]
+    assert "Job" in kinds_and_init("adapters-and-download-job")[0]
+    assert {"NetworkPolicy", "InferencePool", "HTTPRoute"} <= kinds_and_init(
+        "network-policy-and-gateway"
+    )[0]
+    assert "ResourceClaimTemplate" in kinds_and_init("dra")[0]

@@ -23,6 +23,7 @@ ARCHITECTURE = {
     "parameters": {"routedExperts": 0, "other": 1000},
     "trustRemoteCode": True,
 }
+OBJECT_STORE = {"uri": "gs://models/nvidia/super", "credentialsSecretRef": {"name": "gcs"}}
 KEDA = {"prometheus": {"serverAddress": "http://p:9090", "query": "q", "threshold": 1}}
 
 
@@ -141,6 +142,61 @@ def test_draft_tokens_without_a_method_are_refused_and_zero_is_accepted() -> Non
             "spec.autoscaling.provider",
             "autoscaling.keda is set but autoscaling.provider is Operator: set provider: KEDA or "
             "remove autoscaling.keda",
+        ),
+        (
+            {"capacity": {"gpu": {"deviceClassName": "gpu.nvidia.com"}}},
+            {},
+            "spec.capacity.gpu.deviceClassName",
+            "is only used with allocation: DRA; set allocation: DRA or remove deviceClassName",
+        ),
+        (
+            {
+                "capacity": {"gpu": {"allocation": "DRA"}},
+                "scheduling": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H200"}},
+            },
+            {},
+            'spec.scheduling.nodeSelector["nvidia.com/gpu.product"]',
+            "with allocation: DRA the claim's selector picks the product (DRA nodes need not "
+            "carry GPU Feature Discovery labels): remove this selector and name the product in "
+            "spec.capacity.gpu.products",
+        ),
+        (
+            {
+                "capacity": {"gpu": {"allocation": "DRA"}},
+                "nodePool": {
+                    "provisioner": "Karpenter",
+                    "karpenter": {"nodeClassRef": {"name": "g"}},
+                },
+            },
+            {},
+            "spec.nodePool.provisioner",
+            "Karpenter NodePools are sized in nvidia.com/gpu, which DRA pods do not request: use "
+            "allocation: DevicePlugin with Karpenter, or provisioner: None with DRA",
+        ),
+        (
+            {"model": {"revision": "v2", "source": {"objectStore": OBJECT_STORE}}},
+            {},
+            "spec.model.revision",
+            "applies to Hugging Face downloads; weights streamed from "
+            "spec.model.source.objectStore are served as the bucket holds them: remove "
+            "spec.model.revision",
+        ),
+        (
+            {"model": {"source": {"objectStore": OBJECT_STORE}}, "storage": {"cache": {}}},
+            {},
+            "spec.storage",
+            "configures the download cache and does not apply when weights are streamed from "
+            "spec.model.source.objectStore: remove spec.storage",
+        ),
+        (
+            {
+                "model": {"source": {"objectStore": OBJECT_STORE}},
+                "engine": {"extraArgs": ["--enforce-eager", "--load-format=safetensors"]},
+            },
+            {},
+            "spec.engine.extraArgs[1]",
+            "--load-format is set from spec.model.source.objectStore when weights are streamed "
+            "from an object store: remove it",
         ),
     ],
 )

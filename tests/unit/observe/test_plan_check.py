@@ -10,10 +10,11 @@ from nemotron_operator.observe.samples import CacheConfigInfo
 from tests.status_objects import full_status
 
 
-def plan() -> Plan:
+def plan(blocks: int = 6000) -> Plan:
+    """A plan of ``blocks`` KV blocks, 150 per full-length (262,144-token) request."""
     wire = full_status()["plan"]
-    wire.update(kvCacheBlocks=6000, blocksPerSequence=150, maxModelLen=262144)
-    wire.update(maxConcurrency=40.0, kvCacheTokens=int(40.0 * 262144))
+    wire.update(kvCacheBlocks=blocks, blocksPerSequence=150, maxModelLen=262144)
+    wire.update(maxConcurrency=blocks / 150, kvCacheTokens=int(blocks / 150 * 262144))
     return Plan.model_validate(wire)
 
 

@@ -7,16 +7,9 @@ from __future__ import annotations
 from nemotron_operator.api import Plan
 from nemotron_operator.observe.samples import CacheConfigInfo, PodSample
 from nemotron_operator.observe.tracker import DeploymentTracker, TrackerUpdate
-from tests.status_objects import full_status
+from tests.unit.observe.test_plan_check import plan
 
 BLOCKS = 6000
-
-
-def plan(blocks: int = BLOCKS) -> Plan:
-    wire = full_status()["plan"]
-    wire.update(kvCacheBlocks=blocks, blocksPerSequence=150, maxModelLen=262144)
-    wire.update(maxConcurrency=blocks / 150, kvCacheTokens=int(blocks / 150 * 262144))
-    return Plan.model_validate(wire)
 
 
 def sample(blocks: int | None) -> PodSample:

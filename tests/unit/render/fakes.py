@@ -12,6 +12,18 @@ from nemotron_operator.render import RenderOptions, render_all
 
 SUPER_VL = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
 GIB = 1024**3
+# A model outside the catalog described by spec.model.architecture, asking for remote code.
+REMOTE_CODE_ARCHITECTURE: dict[str, Any] = {
+    "layerPattern": "M*M-",
+    "hiddenSize": 1024,
+    "numAttentionHeads": 8,
+    "numKeyValueHeads": 2,
+    "headDim": 128,
+    "vocabSize": 1000,
+    "maxPositionEmbeddings": 262_144,
+    "parameters": {"routedExperts": 0, "other": 1000},
+    "trustRemoteCode": True,
+}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,13 @@ import pytest
 
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.render import RenderError, RenderOptions
-from tests.unit.render.fakes import FakeModel, make_deployment, make_plan, render
+from tests.unit.render.fakes import (
+    REMOTE_CODE_ARCHITECTURE,
+    FakeModel,
+    make_deployment,
+    make_plan,
+    render,
+)
 
 TEXT_MODEL = FakeModel(hf_id="nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", vision=False)
 
@@ -116,18 +122,7 @@ def test_mtp_on_a_model_without_an_mtp_head() -> None:
 
 
 def test_remote_code_for_an_explicit_architecture_needs_permission() -> None:
-    architecture = {
-        "layerPattern": "M*M-",
-        "hiddenSize": 1024,
-        "numAttentionHeads": 8,
-        "numKeyValueHeads": 2,
-        "headDim": 128,
-        "vocabSize": 1000,
-        "maxPositionEmbeddings": 262_144,
-        "parameters": {"routedExperts": 0, "other": 1000},
-        "trustRemoteCode": True,
-    }
-    spec = {"model": {"id": "example/custom", "architecture": architecture}}
+    spec = {"model": {"id": "example/custom", "architecture": REMOTE_CODE_ARCHITECTURE}}
     model = FakeModel(hf_id="example/custom", trust_remote_code=True)
     error = refused(spec, model=model)
     assert error.field == "spec.model.architecture.trustRemoteCode"

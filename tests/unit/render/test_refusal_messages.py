@@ -8,21 +8,16 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.render import RenderError, RenderOptions
-from tests.unit.render.fakes import SUPER_VL, FakeModel, make_plan, render
+from nemotron_operator.render import RenderError
+from tests.unit.render.fakes import (
+    REMOTE_CODE_ARCHITECTURE,
+    SUPER_VL,
+    FakeModel,
+    make_plan,
+    render,
+)
 
 SPECULATIVE = "spec.engine.speculativeDecoding"
-ARCHITECTURE = {
-    "layerPattern": "M*M-",
-    "hiddenSize": 1024,
-    "numAttentionHeads": 8,
-    "numKeyValueHeads": 2,
-    "headDim": 128,
-    "vocabSize": 1000,
-    "maxPositionEmbeddings": 262_144,
-    "parameters": {"routedExperts": 0, "other": 1000},
-    "trustRemoteCode": True,
-}
 OBJECT_STORE = {"uri": "gs://models/nvidia/super", "credentialsSecretRef": {"name": "gcs"}}
 KEDA = {"prometheus": {"serverAddress": "http://p:9090", "query": "q", "threshold": 1}}
 
@@ -77,7 +72,7 @@ def test_draft_tokens_without_a_method_are_refused_and_zero_is_accepted() -> Non
             "remove spec.engine.multimodal",
         ),
         (
-            {"model": {"id": "example/custom", "architecture": ARCHITECTURE}},
+            {"model": {"id": "example/custom", "architecture": REMOTE_CODE_ARCHITECTURE}},
             {"model": FakeModel(hf_id="example/custom", trust_remote_code=True)},
             "spec.model.architecture.trustRemoteCode",
             "this operator does not allow remote code for models outside the catalog: ask the "
@@ -204,9 +199,3 @@ def test_each_refusal_says_what_to_change(
     spec: dict[str, Any], kwargs: dict[str, Any], field: str, message: str
 ) -> None:
     assert only_error(spec, **kwargs) == (field, message)
-
-
-def test_remote_code_is_rendered_once_the_administrator_allows_it() -> None:
-    spec = {"model": {"id": "example/custom", "architecture": ARCHITECTURE}}
-    model = FakeModel(hf_id="example/custom", trust_remote_code=True)
-    assert render(spec, model=model, options=RenderOptions(allow_remote_code=True))

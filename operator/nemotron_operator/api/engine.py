@@ -29,6 +29,8 @@ FileName = Annotated[
 ExtraArg = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 MambaSsmCacheDtype = Literal["float32", "float16", "bfloat16"]
+# Who sizes the KV cache pool: vLLM from the memory it measures at start-up, or the plan.
+KvCacheMemory = Literal["Measured", "Planned"]
 
 
 class SpeculativeDecoding(ApiModel):
@@ -122,6 +124,15 @@ class EngineSpec(ApiModel):
                 "gpuMemoryUtilization must be greater than 0 and less than 1, e.g. 0.90",
             )
         ),
+    )
+    kv_cache_memory: KvCacheMemory = Field(
+        default="Measured",
+        description="Who sizes the KV cache pool. Measured: vLLM sizes it at start-up from the "
+        "memory it measures (the plan predicts it). Planned: the operator passes the plan's "
+        "per-GPU pool (status.plan.perGPU.kvPoolBytes) as --kv-cache-memory-bytes, so vLLM "
+        "allocates exactly the planned pool on every release (deterministic blocks and "
+        "concurrency; vLLM then skips its own memory check, so a plan that under-estimates the "
+        "reserve can run out of memory).",
     )
     max_num_seqs: int | None = Field(
         default=None,

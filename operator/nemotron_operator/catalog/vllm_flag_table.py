@@ -269,8 +269,6 @@ DENIED: Mapping[str, str] = MappingProxyType(
         "--host": f"{_OPERATOR_OWNS}: probes, the Service and the PodMonitor use port 8000",
         "--port": f"{_OPERATOR_OWNS}: probes, the Service and the PodMonitor use port 8000",
         "--uds": f"{_OPERATOR_OWNS}: probes, the Service and the PodMonitor use port 8000",
-        "--kv-cache-memory-bytes": "bypasses --gpu-memory-utilization, so the plan's memory "
-        "arithmetic no longer holds; set spec.engine.gpuMemoryUtilization",
         "--num-gpu-blocks-override": "overrides the KV cache size the plan computed",
         "--data-parallel-size": "each replica is its own vLLM server; scale with spec.replicas",
         "--data-parallel-size-local": "each replica is its own vLLM server; use spec.replicas",
@@ -301,6 +299,7 @@ OWNED_BY_FIELD: Mapping[str, str] = MappingProxyType(
         "--enable-expert-parallel": "spec.capacity.parallelism.expert",
         "--max-model-len": "spec.engine.maxModelLen",
         "--gpu-memory-utilization": "spec.engine.gpuMemoryUtilization",
+        "--kv-cache-memory-bytes": "spec.engine.kvCacheMemory",
         "--max-num-seqs": "spec.engine.maxNumSeqs",
         "--max-num-batched-tokens": "spec.engine.maxNumBatchedTokens",
         "--kv-cache-dtype": "spec.engine.kvCacheDtype",

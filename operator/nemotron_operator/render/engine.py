@@ -107,6 +107,13 @@ def resolve_serve_settings(
     )
 
 
+def planned_pool_bytes(plan: Plan) -> int:
+    """The per-GPU pool for ``--kv-cache-memory-bytes``: the plan's pool on the GPU whose pool
+    fills first. vLLM gives every worker this budget and takes the fewest blocks over workers
+    (``get_kv_cache_configs``), so the plan's ``kvCacheBlocks`` is what it allocates."""
+    return max(0, plan.per_gpu.kv_pool_bytes)
+
+
 def _json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
@@ -133,6 +140,10 @@ def serve_args(
         args.append("--enable-expert-parallel")
     args += ["--max-model-len", str(plan.max_model_len)]
     args += ["--gpu-memory-utilization", _float(engine.gpu_memory_utilization)]
+    if engine.kv_cache_memory == "Planned":
+        # vLLM's own override: the pool it allocates per GPU is exactly the planned one (the
+        # plan's blocks and concurrency follow), and its start-up profiling no longer sizes it.
+        args += ["--kv-cache-memory-bytes", str(planned_pool_bytes(plan))]
     if engine.max_num_seqs is not None:
         args += ["--max-num-seqs", str(engine.max_num_seqs)]
     if engine.max_num_batched_tokens is not None:

@@ -159,6 +159,8 @@ def _allocate(
         max_num_batched_tokens=batched,
     )
     usable = math.ceil(gpu.memory_bytes * utilization)
+    planned = options.get("--kv-cache-memory-bytes")
+    planned = None if planned is None else int(planned)  # the operator renders plain bytes
     stages = profile.stage_layers(model.num_hidden_layers, pp)
     counts = []
     for stage, layers in enumerate(stages):
@@ -171,9 +173,12 @@ def _allocate(
         available = (
             usable - profile.weights(model, rank, stage) - profile.non_kv(model, rank, stage)
         )
+        if planned is not None:
+            available = planned  # --kv-cache-memory-bytes: every worker gets exactly this
         counts.append(max(0, available // page // per_group))
     blocks = min(counts, default=0)
-    blocks = max(0, math.floor(blocks * (1.0 + bias)))
+    if planned is None:  # a planned pool is allocated as given: nothing measured to be off
+        blocks = max(0, math.floor(blocks * (1.0 + bias)))
     return CacheAllocation(blocks, block, per_request, max_model_len)
 
 
@@ -225,7 +230,7 @@ def info_labels(allocation: CacheAllocation, options: Mapping[str, Any]) -> dict
         "gpu_memory_utilization": str(options.get("--gpu-memory-utilization") or 0.9),
         "is_attention_free": "False",
         "kv_cache_max_concurrency": str(allocation.max_concurrency),
-        "kv_cache_memory_bytes": "None",
+        "kv_cache_memory_bytes": str(options.get("--kv-cache-memory-bytes")),
         "kv_cache_size_tokens": str(allocation.kv_cache_size_tokens),
         "mamba_cache_dtype": "auto",
         "mamba_ssm_cache_dtype": str(options.get("--mamba-ssm-cache-dtype") or "auto"),

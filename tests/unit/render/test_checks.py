@@ -33,7 +33,7 @@ def refused(spec: dict[str, Any], **kwargs: Any) -> RenderError:
         (["--enforce-eager", "--api-key", "k"], "[1]", "a secret in the spec"),
         (["--port=9000"], "[0]", "--port is not allowed"),
         (["--nnodes", "2"], "[0]", "set by the operator from the plan"),
-        (["--kv-cache-memory-bytes", "40G"], "[0]", "plan's memory arithmetic"),
+        (["--kv-cache-memory-bytes", "40G"], "[0]", "duplicates spec.engine.kvCacheMemory"),
         (["--no-trust-remote-code"], "[0]", "--trust-remote-code is not allowed"),
     ],
 )

@@ -107,6 +107,16 @@ def test_typed_fields_become_flags() -> None:
     assert args[-2:] == ["--async-scheduling", "--max-cudagraph-capture-size=512"]
 
 
+def test_a_planned_pool_passes_the_plans_pool_to_vllm() -> None:
+    measured = vllm(render())["args"]
+    assert "--kv-cache-memory-bytes" not in measured  # default: vLLM sizes the pool itself
+    plan = make_plan()
+    planned = vllm(render({"engine": {"kvCacheMemory": "Planned"}}, plan=plan))["args"]
+    assert flag_value(planned, "--kv-cache-memory-bytes") == str(50 * 2**30)
+    _, uses = parse_serve_command(["vllm", "serve", *planned])
+    assert [u.value for u in uses if u.flag.name == "--kv-cache-memory-bytes"] == [str(50 * 2**30)]
+
+
 def test_plan_decides_the_layout_flags() -> None:
     plan = make_plan(tensor_parallel=2, gpus_per_replica=2, expert_parallel=False)
     args = vllm(render(plan=plan.model_copy(update={"max_model_len": 131_072})))["args"]

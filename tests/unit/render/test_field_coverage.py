@@ -298,6 +298,9 @@ CASES: dict[str, Case] = {
     "spec.engine.gpuMemoryUtilization": Case(
         {"engine": {"gpuMemoryUtilization": 0.85}}, flag("--gpu-memory-utilization")
     ),
+    "spec.engine.kvCacheMemory": Case(
+        {"engine": {"kvCacheMemory": "Planned"}}, flag("--kv-cache-memory-bytes")
+    ),
     "spec.engine.maxNumSeqs": Case({"engine": {"maxNumSeqs": 32}}, flag("--max-num-seqs")),
     "spec.engine.maxNumBatchedTokens": Case(
         {"engine": {"maxNumBatchedTokens": 4096}}, flag("--max-num-batched-tokens")

@@ -32,8 +32,13 @@ CATALOG_CASES = [
 ]
 
 
-def stand_in_for(path: str, bias: float = 0.0) -> tuple[Plan, CacheAllocation, dict[str, str]]:
-    deployment = NemotronDeployment.model_validate(yaml.safe_load((ROOT / path).read_text()))
+def stand_in_for(
+    path: str, bias: float = 0.0, *, planned: bool = False
+) -> tuple[Plan, CacheAllocation, dict[str, str]]:
+    body = yaml.safe_load((ROOT / path).read_text())
+    if planned:
+        body["spec"].setdefault("engine", {})["kvCacheMemory"] = "Planned"
+    deployment = NemotronDeployment.model_validate(body)
     result = plan_deployment(deployment.spec)
     objects = render_all(deployment, result)
     container = next(o for o in objects if o["kind"] == "StatefulSet")["spec"]["template"]["spec"][
@@ -98,3 +103,13 @@ def test_unknown_model_or_gpu_falls_back_to_a_small_pool() -> None:
 def test_a_bad_bias_is_refused_naming_its_source(text: str) -> None:
     with pytest.raises(StubVllmArgumentError, match="NEMOTRON_SIM_VLLM_KV_CACHE_BIAS"):
         parse_bias("NEMOTRON_SIM_VLLM_KV_CACHE_BIAS", text)
+
+
+@pytest.mark.parametrize("path", CATALOG_CASES)
+def test_a_planned_pool_is_allocated_as_planned_whatever_the_measurement(path: str) -> None:
+    # --kv-cache-memory-bytes replaces the measured pool: a stand-in that would measure 10 % less
+    # still allocates the plan's blocks (with pipeline stages too: every worker gets the pool).
+    plan, allocation, labels = stand_in_for(path, bias=-0.10, planned=True)
+    assert allocation.num_gpu_blocks == plan.kv_cache_blocks
+    assert allocation.kv_cache_size_tokens == plan.kv_cache_tokens
+    assert labels["kv_cache_memory_bytes"] == str(plan.per_gpu.kv_pool_bytes)

@@ -4,6 +4,7 @@ cluster, for integration tests. Used through the ``operator_process`` fixture
 
 Interface of :class:`OperatorProcess`:
 
+- ``program``: the argv before ``run`` (default: ``python -m nemotron_operator.cli``).
 - ``start()`` / ``stop()`` (SIGTERM, then SIGKILL after 15 s) / ``kill()`` (SIGKILL) /
   ``restart()``; the process's stdout and stderr go to ``log_path`` (appended across restarts).
 - ``args``: the ``run`` flags; the defaults are fast for tests (``FAST_ARGS``: resync every 1 s,
@@ -67,8 +68,10 @@ class OperatorProcess:
         log_path: Path,
         extra_args: Sequence[str] = (),
         env: dict[str, str] | None = None,
+        program: Sequence[str] = (sys.executable, "-m", "nemotron_operator.cli"),
     ) -> None:
         self.cluster = cluster
+        self.program = list(program)
         self.log_path = log_path
         self.args = [*FAST_ARGS, *extra_args]
         inherited = {k: v for k, v in cluster.env.items() if not k.startswith("NEMOTRON_OPERATOR_")}
@@ -84,7 +87,7 @@ class OperatorProcess:
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "nemotron_operator.cli", "run", *self.args],
+                [*self.program, "run", *self.args],
                 env=self.env,
                 cwd=ROOT,
                 stdout=log,

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 import kopf
 from prometheus_client import REGISTRY
@@ -276,6 +277,7 @@ async def run_operator(config: OperatorConfig) -> int:
             guard=MetricsGuard.for_cluster(kube) if config.metrics_auth else None,
         )
         kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
+        kopf_identity: Any = config.identity  # kopf's Identity: a str NewType it does not export
         kopf_task = asyncio.create_task(
             kopf.operator(
                 registry=registry,
@@ -284,6 +286,10 @@ async def run_operator(config: OperatorConfig) -> int:
                 namespaces=list(config.namespaces),
                 stop_flag=kopf_stop,
                 ready_flag=kopf_ready,
+                # Without an identity kopf asks getpass.getuser(), which raises KeyError for a
+                # UID with no passwd entry: the chart's 65532 on any image without one
+                # (detect_own_id in kopf/_core/engines/peering.py). Ours is the pod's name.
+                identity=kopf_identity,
             ),
             name="kopf",
         )

@@ -61,8 +61,12 @@ class OperatorConfig:
     plan_shortfall_threshold: float = 0.05
     # Unique per process: two local processes share a host name, and a restarted process must
     # not mistake the Lease its predecessor held for its own.
+    # In a pod: its name (POD_NAME from the downward API, else HOSTNAME, which the runtime sets
+    # to it). Never the user's name: a UID may have no passwd entry.
     identity: str = field(
-        default_factory=lambda: f"{os.environ.get('HOSTNAME') or 'local'}-{os.getpid()}"
+        default_factory=lambda: (
+            f"{os.environ.get('POD_NAME') or os.environ.get('HOSTNAME') or 'local'}-{os.getpid()}"
+        )
     )
 
     @property

@@ -32,6 +32,7 @@ from nemotron_sim.kubelet.probes import ProbeCounter, ProbeSpec, probe_once
 from nemotron_sim.kubelet.process import ContainerProcess
 
 POD_IP_ENV = "NEMOTRON_SIM_POD_IP"
+OPERATOR_BIND_ENV = "NEMOTRON_OPERATOR_BIND_ADDRESS"
 _PASSED_THROUGH = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR")
 # (reason, message, warning) → an Event on the pod
 Recorder = Callable[[str, str, bool], None]
@@ -134,6 +135,10 @@ class ProcessContainer:
             env["KUBECONFIG"] = str(self.files.kubeconfig)
         env[MOUNTS_ENV] = self.files.mounts_json(self.spec)
         env[POD_IP_ENV] = str((self.pod.get("status") or {}).get("podIP", ""))
+        # A real pod has a network namespace of its own, where the operator's servers bind every
+        # address; here pods share the machine's, so its pod IP stands in for "every address of
+        # the pod" (a container that sets the variable itself keeps its value).
+        env[OPERATOR_BIND_ENV] = env[POD_IP_ENV]
         env.update(declared)
         command = [expand(str(w), declared) for w in self.spec.get("command") or []]
         args = [expand(str(w), declared) for w in self.spec.get("args") or []]

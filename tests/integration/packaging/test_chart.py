@@ -219,8 +219,12 @@ def test_operator_container_runs_the_image_with_settings_from_values(render: Ren
     assert container["image"] == f"ghcr.io/nemotron-operator/nemotron-operator:{version}"
     assert container["args"] == ["run"]
     env = env_of(render("default"))
-    # The pod's own IP: in the simulated cluster several pods share one machine.
-    assert env["NEMOTRON_OPERATOR_BIND_ADDRESS"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    # Every address of the pod (the operator's default), so that kubectl port-forward and
+    # localhost reach /healthz and /metrics; not the pod IP only, as the chart once set.
+    assert "NEMOTRON_OPERATOR_BIND_ADDRESS" not in env
+    # A UID with no passwd entry: named for getpass, and the pod's name as kopf's identity.
+    assert env["USER"] == "nemotron-operator"
+    assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     assert env["NEMOTRON_OPERATOR_NAMESPACES"] == ""  # every namespace
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert env["NEMOTRON_OPERATOR_HEALTH_PORT"] == str(ports["health"])

@@ -201,7 +201,7 @@ class KubeCluster:
         await self._start_kubelets(node_ips)
         self.proxies = ServiceProxies(self.mirror)
         self.proxies.start()
-        Provisioner(self.mirror).start()
+        Provisioner(self.mirror, self.workdir / "volumes").start()
         self.nodes.start()
         lap("kubelets, kubelet API, service proxy, provisioner")
         await self._start_fault_proxy()

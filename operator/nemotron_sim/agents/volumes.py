@@ -5,13 +5,20 @@ driver's external-provisioner makes them: for each claim of this StorageClass th
 kube-controller-manager marks for provisioning (``volume.kubernetes.io/storage-provisioner``),
 a PersistentVolume ``pvc-<uid>`` of the requested size and access modes, pre-bound to the claim
 (``claimRef``); kube-controller-manager's PersistentVolume controller then binds the two. A
-released volume (its claim deleted) is deleted, as the ``Delete`` reclaim policy asks. The
-volume's ``hostPath`` is never used: a process pod gets a directory per claim from the kubelet.
+released volume (its claim deleted) is deleted, as the ``Delete`` reclaim policy asks.
+
+Each volume is a ``hostPath`` directory under the cluster's work directory, made by the
+provisioner world-writable (0777, as local-path-provisioner makes its directories), so that a
+non-root pod on a real kubelet can write it: a missing hostPath is created by the container
+runtime as root 0755, which only root may write. A process pod gets a directory per claim from
+the simulated kubelet instead.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+from pathlib import Path
 from typing import Any
 
 from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
@@ -54,7 +61,7 @@ async def create_storage_class(api: KubeApi) -> None:
             raise
 
 
-def volume_for(claim: dict[str, Any]) -> dict[str, Any] | None:
+def volume_for(claim: dict[str, Any], root: Path) -> dict[str, Any] | None:
     """The PersistentVolume for a claim waiting for this provisioner; None for any other."""
     md, spec = claim.get("metadata") or {}, claim.get("spec") or {}
     annotations = md.get("annotations") or {}
@@ -84,7 +91,7 @@ def volume_for(claim: dict[str, Any]) -> dict[str, Any] | None:
                 "name": md["name"],
                 "uid": md["uid"],
             },
-            "hostPath": {"path": f"/var/lib/nemotron-sim/volumes/{name}"},
+            "hostPath": {"path": str(root / name), "type": "Directory"},
         },
     }
 
@@ -97,9 +104,18 @@ def is_released_volume(volume: dict[str, Any]) -> bool:
     return ours and phase == "Released" and policy == "Delete" and not md.get("deletionTimestamp")
 
 
+def make_volume_directory(path: Path) -> None:
+    """The volume's directory, writable by any UID; its parents traversable by any UID."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o777)  # mkdir's mode is cut by the umask
+    for parent in (path.parent, path.parent.parent):
+        parent.chmod(parent.stat().st_mode | 0o111)
+
+
 class Provisioner:
-    def __init__(self, mirror: Mirror) -> None:
+    def __init__(self, mirror: Mirror, root: Path) -> None:
         self.mirror = mirror
+        self.root = root.resolve()
         self._provisioned: set[str] = set()
 
     def start(self) -> None:
@@ -113,13 +129,16 @@ class Provisioner:
         if event.key == CLAIMS:
             self._provision(event.obj)
         elif is_released_volume(event.obj):
-            self.mirror.delete(VOLUMES, None, event.obj["metadata"]["name"])
+            name = event.obj["metadata"]["name"]
+            self.mirror.delete(VOLUMES, None, name)
+            shutil.rmtree(self.root / name, ignore_errors=True)
 
     def _provision(self, claim: dict[str, Any]) -> None:
-        volume = volume_for(claim)
+        volume = volume_for(claim, self.root)
         if volume is None or volume["metadata"]["name"] in self._provisioned:
             return
         if self.mirror.peek(VOLUMES, None, volume["metadata"]["name"]) is not None:
             return
         self._provisioned.add(volume["metadata"]["name"])
+        make_volume_directory(self.root / volume["metadata"]["name"])
         self.mirror.create(VOLUMES, volume)

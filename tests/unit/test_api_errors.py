@@ -27,7 +27,8 @@ def test_field_path_formats_indices() -> None:
 def test_valid_object_parses_with_defaults() -> None:
     nd = parse_deployment(_obj())
     assert nd.metadata.name == "nano"
-    assert nd.spec.engine.gpu_memory_utilization == 0.90
+    assert nd.spec.engine.gpu_memory_utilization is None  # the release's default applies
+    assert nd.spec.engine.image == "vllm/vllm-openai:v0.34.0"
     assert nd.spec.model.source.hugging_face is not None
 
 

@@ -126,8 +126,9 @@ def test_descriptions_reach_kubectl_explain(schema: dict[str, Any]) -> None:
 def test_defaults_are_wire_shaped(schema: dict[str, Any]) -> None:
     spec = schema["properties"]["spec"]["properties"]
     assert spec["model"]["properties"]["source"]["default"] == {"huggingFace": {}}
-    assert spec["engine"]["properties"]["gpuMemoryUtilization"]["default"] == 0.9
-    assert spec["engine"]["properties"]["image"]["default"] == "vllm/vllm-openai:v0.31.0"
+    # No stored default: the release decides (0.90 up to vLLM 0.33, vLLM's own from 0.34).
+    assert "default" not in spec["engine"]["properties"]["gpuMemoryUtilization"]
+    assert spec["engine"]["properties"]["image"]["default"] == "vllm/vllm-openai:v0.34.0"
     assert spec["replicas"]["default"] == 1
     # No default is ever null: nulls would be stored and shown by kubectl.
     assert all(v is not None for _, k, v in _walk(schema) if k == "default")

@@ -9,9 +9,12 @@ from pydantic import Field, StringConstraints
 from nemotron_operator.api.adapters import LoraSpec
 from nemotron_operator.api.base import ApiModel, ResourceName, cel, validations
 
-# Pinned vLLM image. vLLM v0.31.0 is the version whose flags and memory accounting the facts were
-# checked against (docs/model-facts.md §2, §4).
-DEFAULT_IMAGE = "vllm/vllm-openai:v0.31.0"
+# Pinned vLLM image: the newest release the operator has an engine profile for
+# (catalog.vllm_releases; 0.31 to 0.34 are planned, each with its own arithmetic).
+DEFAULT_IMAGE = "vllm/vllm-openai:v0.34.0"
+# The operator's --gpu-memory-utilization for the releases that size the pool as
+# utilization × memory − non-KV (0.31-0.33); 0.34's extensible KV cache measures its own
+# headroom and is left at vLLM's default (catalog.vllm_releases).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
 
 Image = Annotated[
@@ -27,6 +30,10 @@ FileName = Annotated[
     str, StringConstraints(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")
 ]
 ExtraArg = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+EngineVersion = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64, pattern=r"^v?[0-9]+\.[0-9]+(\.[0-9]+)?$"),
+]
 KvCacheDtype = Literal["auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"]
 MambaSsmCacheDtype = Literal["float32", "float16", "bfloat16"]
 # Who sizes the KV cache pool: vLLM from the memory it measures at start-up, or the plan.
@@ -106,7 +113,17 @@ class EngineSpec(ApiModel):
         )
     }
 
-    image: Image = Field(default=DEFAULT_IMAGE, description="vLLM OpenAI server image.")
+    image: Image = Field(
+        default=DEFAULT_IMAGE,
+        description="vLLM OpenAI server image. Its tag names the vLLM release the plan is "
+        "computed for (v0.31.0 to v0.34.0; patch releases use their minor's arithmetic).",
+    )
+    version: EngineVersion | None = Field(
+        default=None,
+        description="The vLLM release the image runs, e.g. 0.33.0, for an image whose tag is "
+        "not a version (a digest, a private build). Unset: read from the image's tag. "
+        "Releases before 0.31 are refused; newer ones are planned as the newest known.",
+    )
     max_model_len: int | None = Field(
         default=None,
         ge=1,
@@ -114,10 +131,11 @@ class EngineSpec(ApiModel):
         description="Maximum context per request in tokens (--max-model-len). Default: the "
         "model's configured context limit.",
     )
-    gpu_memory_utilization: float = Field(
-        default=DEFAULT_GPU_MEMORY_UTILIZATION,
+    gpu_memory_utilization: float | None = Field(
+        default=None,
         description="Fraction of each GPU's memory vLLM may use (--gpu-memory-utilization), "
-        "strictly between 0 and 1.",
+        "strictly between 0 and 1. Default: 0.90 for vLLM 0.31-0.33; unset (not passed) for "
+        "0.34, whose extensible KV cache measures its own headroom and uses 1.0.",
         json_schema_extra=validations(
             cel(
                 "self > 0.0 && self < 1.0",

@@ -37,7 +37,12 @@ class PerGpuMemory(ApiModel):
         description="What remains for the KV cache and Mamba state: usable memory minus weights "
         "and reserve. Negative when the layout does not fit."
     )
-    usable_bytes: int = Field(default=0, ge=0, description="GPU memory × gpuMemoryUtilization.")
+    usable_bytes: int = Field(
+        default=0,
+        ge=0,
+        description="GPU memory × gpuMemoryUtilization (1.0 with vLLM 0.34's extensible KV cache "
+        "when unset).",
+    )
     reserve_components: Annotated[list[ReserveComponent], Field(max_length=16)] = Field(
         default_factory=list, description="The reserve, component by component."
     )
@@ -56,6 +61,12 @@ class Plan(ApiModel):
     """The chosen layout and its arithmetic."""
 
     model_id: ModelId = Field(description="Model planned.")
+    engine_version: str = Field(
+        default="0.31",
+        max_length=16,
+        description="The vLLM engine profile the plan was computed with (0.31 to 0.34): the "
+        "image's release, or the newest profile for a newer or unknown one (see notes).",
+    )
     precision: Precision = Field(description="Checkpoint precision.")
     gpu_product: GpuProduct = Field(description="GPU product (GPU Feature Discovery name).")
     gpu_memory_bytes: int = Field(ge=0, description="Memory per GPU as the device reports it.")

@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from nemotron_operator.api.spec import NemotronDeploymentSpec
-from nemotron_operator.catalog.vllm_rules import Fired, RuleInput, evaluate, image_version
+from nemotron_operator.catalog.vllm_releases import (
+    EngineVersionError,
+    parse_version,
+    resolve_release,
+)
+from nemotron_operator.catalog.vllm_rules import Fired, RuleInput, Version, evaluate
 
 # Spec values that switch a defaulted feature off.
 OFF = "none"
@@ -45,6 +50,19 @@ def tool_call_parser(spec: NemotronDeploymentSpec, model: RuleModel) -> str | No
     return None if tools == OFF else tools
 
 
+def engine_version(spec: NemotronDeploymentSpec) -> Version:
+    """The vLLM version the rules judge: the image's (or spec.engine.version), else the release
+    of the profile it is planned with (a newer or unknown image: the newest profile's)."""
+    try:
+        release = resolve_release(spec.engine.image, spec.engine.version)
+    except EngineVersionError:
+        # The planner refuses such a spec first; judge it as the oldest profile.
+        return (0, 31, 0)
+    if release.version is not None:
+        return release.version
+    return parse_version(release.profile.release) or (0, 0, 0)
+
+
 def rule_input(
     spec: NemotronDeploymentSpec,
     model: RuleModel,
@@ -58,7 +76,7 @@ def rule_input(
     return RuleInput(
         family=model.family,
         hybrid="M" in model.layer_pattern,
-        vllm=image_version(engine.image),
+        vllm=engine_version(spec),
         prefix_caching=engine.enable_prefix_caching,
         speculative_tokens=speculative_tokens,
         max_model_len=max_model_len,

@@ -42,6 +42,13 @@ def register(subparsers: SubParsers) -> None:
         metavar="PRODUCT",
         help="candidate GPU product (GFD name or alias, repeatable); default: the whole catalog",
     )
+    parser.add_argument(
+        "--vllm-version",
+        metavar="X.Y.Z",
+        help="plan for this vLLM release (0.31 to 0.34 have engine profiles; default: the "
+        "default image's, v0.34.0): the image vllm/vllm-openai:vX.Y.Z, or spec.engine.version "
+        "when -f gives an image whose tag is not a version",
+    )
     parser.add_argument("--max-model-len", type=int, metavar="N", help="context per request")
     parser.add_argument(
         "--min-concurrency", type=int, metavar="N", help="full-length requests per replica"
@@ -120,6 +127,8 @@ def _apply_flags(spec: dict[str, Any], args: argparse.Namespace) -> None:
         model["id"] = args.model
     engine = spec.setdefault("engine", {})
     capacity = spec.setdefault("capacity", {})
+    if args.vllm_version is not None:
+        _set_vllm_version(engine, args.vllm_version)
     if args.max_model_len is not None:
         engine["maxModelLen"] = args.max_model_len
     if args.kv_cache_dtype is not None:
@@ -139,6 +148,19 @@ def _apply_flags(spec: dict[str, Any], args: argparse.Namespace) -> None:
         spec["replicas"] = args.replicas
     if args.precision is not None:
         _switch_precision(model, args.precision)
+
+
+def _set_vllm_version(engine: dict[str, Any], version: str) -> None:
+    """The release to plan for: the vLLM image of that tag, unless the spec names an image whose
+    tag is not a version (then spec.engine.version says what it runs)."""
+    from nemotron_operator.catalog.vllm_releases import image_tag_version  # noqa: PLC0415
+
+    image = engine.get("image")
+    if isinstance(image, str) and image_tag_version(image) is None:
+        engine["version"] = version
+        return
+    engine["image"] = f"vllm/vllm-openai:v{version.removeprefix('v')}"
+    engine.pop("version", None)
 
 
 def _switch_precision(model: dict[str, Any], precision: str) -> None:

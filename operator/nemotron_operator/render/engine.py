@@ -11,6 +11,7 @@ import posixpath
 from dataclasses import dataclass
 
 from nemotron_operator.api import NemotronDeployment, Plan
+from nemotron_operator.catalog.vllm_releases import DEFAULT_PROFILE, profile_named
 from nemotron_operator.catalog.vllm_rule_input import (
     reasoning_parser,
     rules_fired,
@@ -107,6 +108,31 @@ def resolve_serve_settings(
     )
 
 
+def memory_args(deployment: NemotronDeployment, plan: Plan) -> list[str]:
+    """``--gpu-memory-utilization`` (when the release needs it) and, with a planned pool,
+    ``--kv-cache-memory-bytes``: vLLM's own override, so the pool it allocates per GPU is exactly
+    the planned one (the plan's blocks and concurrency follow) and start-up profiling no longer
+    sizes it."""
+    args: list[str] = []
+    utilization = engine_utilization(deployment, plan)
+    if utilization is not None:
+        args += ["--gpu-memory-utilization", _float(utilization)]
+    if deployment.spec.engine.kv_cache_memory == "Planned":
+        args += ["--kv-cache-memory-bytes", str(planned_pool_bytes(plan))]
+    return args
+
+
+def engine_utilization(deployment: NemotronDeployment, plan: Plan) -> float | None:
+    """``--gpu-memory-utilization``: the spec's, else the operator's default for the plan's
+    release (0.90 up to 0.33); None for 0.34, whose extensible KV cache uses 1.0 and measures its
+    own headroom (an explicit value below 1 only withholds memory from the pool)."""
+    explicit = deployment.spec.engine.gpu_memory_utilization
+    if explicit is not None:
+        return explicit
+    profile = profile_named(plan.engine_version) or DEFAULT_PROFILE
+    return profile.default_gpu_memory_utilization
+
+
 def planned_pool_bytes(plan: Plan) -> int:
     """The per-GPU pool for ``--kv-cache-memory-bytes``: the plan's pool on the GPU whose pool
     fills first. vLLM gives every worker this budget and takes the fewest blocks over workers
@@ -139,11 +165,7 @@ def serve_args(
     if plan.expert_parallel:
         args.append("--enable-expert-parallel")
     args += ["--max-model-len", str(plan.max_model_len)]
-    args += ["--gpu-memory-utilization", _float(engine.gpu_memory_utilization)]
-    if engine.kv_cache_memory == "Planned":
-        # vLLM's own override: the pool it allocates per GPU is exactly the planned one (the
-        # plan's blocks and concurrency follow), and its start-up profiling no longer sizes it.
-        args += ["--kv-cache-memory-bytes", str(planned_pool_bytes(plan))]
+    args += memory_args(deployment, plan)
     if engine.max_num_seqs is not None:
         args += ["--max-num-seqs", str(engine.max_num_seqs)]
     if engine.max_num_batched_tokens is not None:

@@ -1,4 +1,6 @@
-"""The KV cache and Mamba state as vLLM v0.31 lays them out (model-facts.md §2.1–2.3 [P]).
+"""The KV cache and Mamba state as vLLM 0.31–0.34 lay them out (model-facts.md §2.1–2.3 [P]).
+What differs between these releases is the default block size (``catalog.vllm_releases``); the
+functions mirrored below were read in each release's source (docs/sizing.md §10).
 
 Mirrors, function by function:
 - ``AttentionSpec.page_size_bytes`` and ``get_num_kv_heads`` (KV heads replicated when TP exceeds
@@ -23,8 +25,9 @@ from typing import Literal
 
 from nemotron_operator.catalog.models import ModelEntry
 
-# FlashAttention/Triton report MultipleOf(16) as their kernel block size, and the CUDA platform's
-# default --block-size is 16 (platforms/interface.py, v1/attention/backends) [P].
+# FlashAttention/Triton report MultipleOf(16) as their kernel block size (v1/attention/backends)
+# in every release 0.31-0.34 [P]; the default --block-size is the release's
+# (CacheConfig.DEFAULT_BLOCK_SIZE: 16 up to 0.33, 64 from 0.34).
 KERNEL_BLOCK_ALIGNMENT = 16
 DEFAULT_BLOCK_SIZE = 16
 
@@ -78,16 +81,21 @@ def mamba_state(
     return MambaState(conv * conv_dtype_bytes, ssm * ssm_dtype_bytes)
 
 
-def hybrid_block_size(attention_page_1tok: int, mamba_page: int) -> int:
+def hybrid_block_size(
+    attention_page_1tok: int, mamba_page: int, default_block_size: int = DEFAULT_BLOCK_SIZE
+) -> int:
     """The attention block size that makes one attention page hold one Mamba state.
 
-    ``block = align × cdiv(mamba_page, align × attn_page_1tok)`` with align = max(kernel block,
-    current block size) = 16; a model without Mamba layers keeps the default block size.
+    ``block = align × cdiv(mamba_page, align × attn_page_1tok)`` with align = max(kernel block
+    16, the release's default block size); a model without Mamba layers keeps the default block
+    size. (0.32+ also rounds to the lcm of every attention backend's smallest kernel block, 16
+    for FlashAttention/FlashInfer/Triton, and 0.33+ to the Mamba layers' prefill-checkpoint
+    alignment, which Mamba-2 layers do not declare: neither moves the result.)
     """
     if mamba_page == 0 or attention_page_1tok == 0:
-        return DEFAULT_BLOCK_SIZE
-    align = max(KERNEL_BLOCK_ALIGNMENT, DEFAULT_BLOCK_SIZE)
-    return max(DEFAULT_BLOCK_SIZE, align * cdiv(mamba_page, align * attention_page_1tok))
+        return default_block_size
+    align = max(KERNEL_BLOCK_ALIGNMENT, default_block_size)
+    return max(default_block_size, align * cdiv(mamba_page, align * attention_page_1tok))
 
 
 @dataclass(frozen=True)

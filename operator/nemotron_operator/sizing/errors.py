@@ -15,6 +15,8 @@ INVALID_PARALLELISM = "InvalidParallelism"
 UNSUPPORTED_PRECISION = "UnsupportedPrecision"
 MAX_MODEL_LEN_TOO_LONG = "MaxModelLenTooLong"
 SPECULATIVE_DECODING_UNSUPPORTED = "SpeculativeDecodingUnsupported"
+# spec.engine.image / spec.engine.version names a vLLM older than the oldest engine profile.
+UNSUPPORTED_ENGINE_VERSION = "UnsupportedEngineVersion"
 # A combination of engine settings a vLLM rule (catalog.vllm_rules) refuses.
 INCOMPATIBLE_ENGINE_SETTINGS = "IncompatibleEngineSettings"
 

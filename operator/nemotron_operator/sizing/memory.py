@@ -13,7 +13,12 @@ from nemotron_operator.catalog.gpus import GpuProduct
 from nemotron_operator.catalog.models import ModelEntry
 from nemotron_operator.sizing import cache
 from nemotron_operator.sizing.lora import LoraLimits, lora_buffer_bytes
-from nemotron_operator.sizing.reserve import CUDA_GRAPHS_BYTES, ReserveInputs, reserve_components
+from nemotron_operator.sizing.reserve import (
+    CUDA_GRAPHS_BYTES,
+    ReserveInputs,
+    extensible_margin,
+    reserve_components,
+)
 from nemotron_operator.sizing.settings import CONV_DTYPE_BYTES, EngineSettings
 from nemotron_operator.sizing.weights import stage_weights
 
@@ -172,7 +177,7 @@ def evaluate(
     attention, mamba = cache_layers(model, spec_tokens)
     if not attention:
         attn_page = 0
-    block = cache.hybrid_block_size(attn_page, state.bytes)
+    block = cache.hybrid_block_size(attn_page, state.bytes, settings.profile.default_block_size)
     page = block * attn_page if attention else state.bytes
     groups = cache.kv_cache_groups(attention, mamba)
     slots = cache.mamba_slots(spec_tokens, settings.prefix_caching)
@@ -205,6 +210,9 @@ def evaluate(
             reserve += lora_reserve(
                 model, sw.layers, layout, settings.lora, stage=sw.stage, last=last
             )
+        if settings.extensible_kv_cache:
+            margin = extensible_margin(gpu.memory_bytes, usable, reserve)
+            reserve += (("kvCacheMargin", margin),)
         group_size = cache.layers_per_group(groups, layer_set)
         available = usable - sw.bytes - sum(b for _, b in reserve)
         stages.append(

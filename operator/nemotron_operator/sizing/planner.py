@@ -139,6 +139,8 @@ def memory_problem(memory: LayoutMemory, min_concurrency: int) -> str | None:
     gpu = memory.gpu
     util = memory.settings.gpu_memory_utilization
     usable = f"{gib(b.usable_bytes)} GiB usable ({util:g} of {gib(gpu.memory_bytes)} GiB)"
+    if memory.settings.extensible_kv_cache and memory.settings.explicit_utilization is None:
+        usable = f"{gib(b.usable_bytes)} GiB (all of it, vLLM {memory.settings.profile.name})"
     if b.weights_bytes > b.usable_bytes:
         return f"weights need {gib(b.weights_bytes)} GiB per GPU; {gpu.name} has {usable}"
     if b.kv_pool_bytes <= 0:

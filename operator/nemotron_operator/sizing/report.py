@@ -41,7 +41,18 @@ def header(result: PlanResult) -> list[str]:
     model, plan, settings = result.model, result.plan, result.settings
     split = model.parameter_split()
     mtp = f"MTP {plan.speculative_tokens} draft token(s)" if plan.speculative_tokens else "MTP off"
+    release = settings.release
+    profile = release.profile
+    ran = "" if release.version is None else f"vLLM {release.label}, "
+    pool = (
+        "pool: extensible KV cache (measured after warm-up)"
+        if settings.extensible_kv_cache
+        else "pool: gpuMemoryUtilization × memory − non-KV"
+    )
+    if settings.planned_pool:
+        pool += ", passed as --kv-cache-memory-bytes"
     return [
+        f"Engine    {ran}profile {profile.name} (block size {profile.default_block_size}; {pool})",
         f"Model     {plan.model_id}  ({model.precision}, {split.total / 1e9:.1f} B parameters, "
         f"{gib(model.weights_bytes())} GiB checkpoint)",
         f"Context   {plan.max_model_len} tokens (config limit {model.max_position_embeddings}, "

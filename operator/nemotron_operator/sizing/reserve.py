@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nemotron_operator.catalog.gpus import MIB
+from nemotron_operator.catalog.gpus import GIB, MIB
 from nemotron_operator.catalog.models import ModelEntry
 
 ACTIVATION_DTYPE_BYTES = 2  # bfloat16 activations
@@ -30,6 +30,20 @@ NON_TORCH_BYTES = 512 * MIB  # cuBLAS/cuDNN workspaces and allocator slack [E]
 NCCL_BYTES = 768 * MIB  # NCCL channels and custom all-reduce buffers when ranks > 1 [E]
 VIT_LIVE_TENSORS = 8  # ViT activations alive at once during the encoder pass [E]
 UNKNOWN_VISION_BYTES = 1024 * MIB  # explicit architectures with a vision tower of unknown shape [E]
+
+# vLLM 0.34's extensible KV cache (v1/worker/extensible_kv_cache.py ``measure_kv_cache_bytes``
+# [P]): after warm-up and graph capture it gives the pool
+# ``min(requested − non_kv_used, headroom − margin) − transient_peak`` with
+# ``margin = max(KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION × transient_peak)`` and
+# ``headroom`` = the memory free at start-up (after the CUDA context) − non_kv_used.
+KV_CACHE_MARGIN_FLOOR_BYTES = 1 * GIB  # CUDA's floor (ROCm: 3 GiB) [P]
+KV_CACHE_MARGIN_FRACTION = 0.75  # [P]
+# The CUDA context and driver allocations made before vLLM's start-up snapshot: outside the pool
+# with the device bound. A GPU is needed to know it; 0.5 GiB is the usual size on Hopper and
+# Blackwell with lazy module loading [E].
+CUDA_CONTEXT_BYTES = 512 * MIB
+# The reserve components that are the transient peak (freed before the pool is measured).
+TRANSIENT = frozenset({"activations", "samplerLogits", "visionEncoder", "profileBase"})
 
 
 @dataclass(frozen=True)
@@ -110,3 +124,16 @@ def reserve_components(model: ModelEntry, inputs: ReserveInputs) -> tuple[tuple[
     if inputs.world_size > 1:
         parts.append(("nccl", NCCL_BYTES))
     return tuple(parts)
+
+
+def extensible_margin(
+    memory_bytes: int, usable_bytes: int, reserve: tuple[tuple[str, int], ...]
+) -> int:
+    """The ``kvCacheMargin`` component of vLLM 0.34's extensible KV cache: how far the device
+    bound ``memory − CUDA context − margin`` lies below the requested budget (``usable``), so that
+    ``usable − weights − reserve`` is the pool ``measure_kv_cache_bytes`` gives. Zero when an
+    explicit ``gpuMemoryUtilization`` leaves more than the margin free."""
+    transient = sum(b for name, b in reserve if name in TRANSIENT)
+    margin = max(KV_CACHE_MARGIN_FLOOR_BYTES, int(transient * KV_CACHE_MARGIN_FRACTION))
+    device_bound = memory_bytes - CUDA_CONTEXT_BYTES - margin
+    return max(0, usable_bytes - device_bound)

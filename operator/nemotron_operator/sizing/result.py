@@ -101,6 +101,8 @@ def notes_for(
     rules: Sequence[Fired] = (),
 ) -> list[str]:
     notes: list[str] = [fired.note for fired in rules]
+    if settings.release.note:
+        notes.append(settings.release.note)
     precision = precision_note(model, gpu)
     if precision:
         notes.append(precision)
@@ -142,6 +144,7 @@ def build_plan(
     rejected, omitted = rank_rejected(chosen, found.evaluations, found.best_per_product())
     return Plan(
         model_id=spec.model.id,
+        engine_version=settings.profile.name,
         precision=model.precision,
         gpu_product=gpu.name,
         gpu_memory_bytes=gpu.memory_bytes,

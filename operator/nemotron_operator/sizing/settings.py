@@ -12,6 +12,13 @@ from nemotron_operator.api.adapters import DEFAULT_MAX_LORA_RANK, DEFAULT_MAX_LO
 from nemotron_operator.api.engine import EngineSpec
 from nemotron_operator.catalog.gpus import GIB, GpuProduct
 from nemotron_operator.catalog.models import ModelEntry
+from nemotron_operator.catalog.vllm_releases import (
+    DEFAULT_PROFILE,
+    EngineProfile,
+    EngineRelease,
+    EngineVersionError,
+    resolve_release,
+)
 from nemotron_operator.sizing import errors
 from nemotron_operator.sizing.errors import PlanningError
 from nemotron_operator.sizing.lora import LoraLimits
@@ -22,6 +29,9 @@ KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2":
 SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 # The conv state follows --mamba-cache-dtype, which the operator leaves at auto (model dtype).
 CONV_DTYPE_BYTES = 2
+
+
+DEFAULT_RELEASE = EngineRelease(DEFAULT_PROFILE, (*DEFAULT_PROFILE.minor, 0))
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,22 @@ class EngineSettings:
     max_num_seqs: int | None  # None: vLLM's default for the GPU (vllm_defaults)
     max_num_batched_tokens: int | None
     lora: LoraLimits | None = None  # --enable-lora with these limits (sizing.lora)
+    release: EngineRelease = DEFAULT_RELEASE
+    # --gpu-memory-utilization as the spec gives it (None: the release's default is in effect)
+    explicit_utilization: float | None = None
+    planned_pool: bool = False  # spec.engine.kvCacheMemory: Planned
+
+    @property
+    def profile(self) -> EngineProfile:
+        return self.release.profile
+
+    @property
+    def extensible_kv_cache(self) -> bool:
+        """The pool is sized as vLLM 0.34's extensible KV cache sizes it. With a planned pool
+        vLLM turns the extensible cache off (``config/vllm.py _resolve_extensible_kv_cache``) and
+        allocates what the plan passes, which is still this figure: the plan does not depend on
+        who enforces it."""
+        return self.profile.extensible_kv_cache
 
     @property
     def kv_dtype_bytes(self) -> int:
@@ -76,6 +102,7 @@ def resolve_settings(
             f"{model.trained_context}",
             field="spec.engine.maxModelLen",
         )
+    release = _release(engine)
     speculative = engine.speculative_decoding
     tokens: int
     if speculative is None:
@@ -97,11 +124,31 @@ def resolve_settings(
         kv_cache_dtype=engine.kv_cache_dtype,
         mamba_ssm_cache_dtype=engine.mamba_ssm_cache_dtype,
         prefix_caching=engine.enable_prefix_caching,
-        gpu_memory_utilization=engine.gpu_memory_utilization,
+        gpu_memory_utilization=gpu_memory_utilization(engine.gpu_memory_utilization, release),
         max_num_seqs=engine.max_num_seqs,
         max_num_batched_tokens=engine.max_num_batched_tokens,
         lora=_lora(engine, adapters),
+        release=release,
+        explicit_utilization=engine.gpu_memory_utilization,
+        planned_pool=engine.kv_cache_memory == "Planned",
     )
+
+
+def _release(engine: EngineSpec) -> EngineRelease:
+    try:
+        return resolve_release(engine.image, engine.version)
+    except EngineVersionError as exc:
+        raise PlanningError(errors.UNSUPPORTED_ENGINE_VERSION, str(exc), field=exc.field) from exc
+
+
+def gpu_memory_utilization(explicit: float | None, release: EngineRelease) -> float:
+    """The utilization vLLM runs with: the spec's, else the operator's default for the release,
+    else vLLM's own (``CacheConfig.resolved_gpu_memory_utilization``: 1.0 with the extensible KV
+    cache)."""
+    if explicit is not None:
+        return explicit
+    default = release.profile.default_gpu_memory_utilization
+    return 1.0 if default is None else default
 
 
 def _lora(engine: EngineSpec, adapters: bool) -> LoraLimits | None:

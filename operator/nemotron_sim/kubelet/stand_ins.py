@@ -20,6 +20,7 @@ from nemotron_sim.kubelet.probes import resolve_port
 from nemotron_sim.vllm import StubVllm, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.kv_cache import parse_bias
 from nemotron_sim.vllm.parsers import OutputFault, parse_faults
+from nemotron_sim.vllm.server import VLLM_VERSION
 from nemotron_sim.vllm.startup import CompileCaches, StartupRun, StartupTimes
 
 if TYPE_CHECKING:
@@ -59,7 +60,15 @@ def stand_in_vllm(
         output_faults=settings.output_faults if faults is None else _faults(faults),
         startup=StartupRun(times, caches=caches, location=location, argv=argv),
         env=env,
+        vllm_version=image_tag(str(container.get("image", ""))) or VLLM_VERSION,
     )
+
+
+def image_tag(image: str) -> str | None:
+    """The tag of ``repo[:tag][@digest]`` (the release the stand-in plays), None without one."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else None
 
 
 def declared_secret_env(container: Mapping[str, Any]) -> dict[str, str]:

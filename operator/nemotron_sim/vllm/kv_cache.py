@@ -22,7 +22,16 @@ from nemotron_sim.vllm import hf_config, profile
 from nemotron_sim.vllm.args import StubVllmArgumentError
 
 MIB = 2**20
+GIB = 2**30
 BLOCK_ALIGN = 16  # CUDA attention backends' kernel block multiple and default --block-size
+# vLLM 0.34: --block-size defaults to 64 (CacheConfig.DEFAULT_BLOCK_SIZE), and the extensible KV
+# cache sizes the pool after warm-up: min(requested − non-KV, free − margin) − transient peak,
+# margin = max(1 GiB, 0.75 × transient peak) (v1/worker/extensible_kv_cache.py). The CUDA context
+# is outside the free memory it measures.
+BLOCK_SIZE_FROM_0_34 = 64
+MARGIN_FLOOR = 1 * GIB
+MARGIN_FRACTION = 0.75
+CUDA_CONTEXT = 512 * MIB
 KV_DTYPE_BYTES = {"auto": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
 STATE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "auto": 2}
 # Without a config.json or a known GPU the stand-in keeps this many full-length sequences.
@@ -78,8 +87,10 @@ def allocate(
     spec_tokens: int,
     gpu_product: str | None,
     bias: float = 0.0,
+    release: tuple[int, int] = (0, 34),
 ) -> CacheAllocation:
-    """The stand-in's allocation for a ``vllm serve`` command line on ``gpu_product``."""
+    """The stand-in's allocation for a ``vllm serve`` command line on ``gpu_product``, as the
+    vLLM ``release`` (major, minor) it stands in for would make it."""
     model = find_model(model_id)
     gpu = lookup_gpu(gpu_product) if gpu_product else None
     if model is None or gpu is None:
@@ -96,6 +107,7 @@ def allocate(
         max_num_seqs=max_num_seqs,
         spec_tokens=spec_tokens,
         bias=bias,
+        release=release,
     )
 
 
@@ -115,10 +127,14 @@ def _allocate(
     max_num_seqs: int | None,
     spec_tokens: int,
     bias: float,
+    release: tuple[int, int] = (0, 34),
 ) -> CacheAllocation:
     tp = _int(options, "--tensor-parallel-size", 1)
     pp = _int(options, "--pipeline-parallel-size", 1)
-    utilization = float(options.get("--gpu-memory-utilization") or 0.9)
+    planned = options.get("--kv-cache-memory-bytes")
+    planned = None if planned is None else int(planned)  # the operator renders plain bytes
+    extensible = release >= (0, 34) and planned is None
+    utilization = float(options.get("--gpu-memory-utilization") or (1.0 if extensible else 0.9))
     prefix_caching = options.get("--enable-prefix-caching", True) is not False
     kv_bytes = KV_DTYPE_BYTES.get(str(options.get("--kv-cache-dtype") or "auto"), 2)
     ssm_bytes = STATE_DTYPE_BYTES.get(str(options.get("--mamba-ssm-cache-dtype") or "auto"), 2)
@@ -137,9 +153,11 @@ def _allocate(
     kv_heads = max(1, model.num_key_value_heads // tp)
     attention_token = 2 * kv_heads * model.head_dim * kv_bytes if attention else 0
     mamba_page = _mamba_state_bytes(model, tp, spec_tokens, ssm_bytes) if mamba else 0
-    block = BLOCK_ALIGN
+    default_block = BLOCK_SIZE_FROM_0_34 if release >= (0, 34) else BLOCK_ALIGN
+    align = max(BLOCK_ALIGN, default_block)
+    block = default_block
     if attention_token and mamba_page:
-        block = max(BLOCK_ALIGN, BLOCK_ALIGN * _cdiv(mamba_page, BLOCK_ALIGN * attention_token))
+        block = max(default_block, align * _cdiv(mamba_page, align * attention_token))
     page = block * attention_token if attention else mamba_page
 
     groups = _groups(attention, mamba)
@@ -159,8 +177,6 @@ def _allocate(
         max_num_batched_tokens=batched,
     )
     usable = math.ceil(gpu.memory_bytes * utilization)
-    planned = options.get("--kv-cache-memory-bytes")
-    planned = None if planned is None else int(planned)  # the operator renders plain bytes
     stages = profile.stage_layers(model.num_hidden_layers, pp)
     counts = []
     for stage, layers in enumerate(stages):
@@ -170,9 +186,7 @@ def _allocate(
         per_group = max((sum(1 for i in g if i in members) for _, g in groups), default=0)
         if not per_group or not page:
             continue
-        available = (
-            usable - profile.weights(model, rank, stage) - profile.non_kv(model, rank, stage)
-        )
+        available = _available(model, gpu, rank, stage, usable=usable, extensible=extensible)
         if planned is not None:
             available = planned  # --kv-cache-memory-bytes: every worker gets exactly this
         counts.append(max(0, available // page // per_group))
@@ -180,6 +194,25 @@ def _allocate(
     if planned is None:  # a planned pool is allocated as given: nothing measured to be off
         blocks = max(0, math.floor(blocks * (1.0 + bias)))
     return CacheAllocation(blocks, block, per_request, max_model_len)
+
+
+def _available(
+    model: ModelEntry,
+    gpu: GpuProduct,
+    rank: profile.Rank,
+    stage: int,
+    *,
+    usable: int,
+    extensible: bool,
+) -> int:
+    """The pool a rank of ``stage`` gets: the requested budget less what it measured, and with
+    0.34's extensible cache at most the free memory after the CUDA context less the margin."""
+    used = profile.weights(model, rank, stage) + profile.non_kv(model, rank, stage)
+    if not extensible:
+        return usable - used
+    peak = profile.transient(model, rank, stage)
+    margin = max(MARGIN_FLOOR, int(peak * MARGIN_FRACTION))
+    return min(usable - used, gpu.memory_bytes - CUDA_CONTEXT - margin - used)
 
 
 def _groups(attention: list[int], mamba: list[int]) -> list[tuple[str, list[int]]]:

@@ -132,6 +132,15 @@ def _vision_pass(model: ModelEntry, batched: int) -> int:
 
 def non_kv(model: ModelEntry, rank: Rank, stage: int) -> int:
     """Bytes a rank of ``stage`` measures besides weights and the KV pool."""
+    total = transient(model, rank, stage) + CUDA_GRAPH_BYTES + NON_TORCH_BYTES
+    if rank.tp * rank.pp > 1:
+        total += NCCL_BYTES
+    return total
+
+
+def transient(model: ModelEntry, rank: Rank, stage: int) -> int:
+    """The transient peak of the profile run (activations, logits, one encoder pass): freed
+    before vLLM 0.34's extensible KV cache measures, which keeps it free plus a margin."""
     kinds = frozenset(
         model.layer_pattern[i] for i in stage_layers(model.num_hidden_layers, rank.pp)[stage]
     )
@@ -141,7 +150,4 @@ def non_kv(model: ModelEntry, rank: Rank, stage: int) -> int:
         total += rows * model.vocab_size * LOGITS_BYTES
     if stage == 0 and model.vision:
         total += _vision_pass(model, rank.max_num_batched_tokens)
-    total += PROFILE_BASE_BYTES + CUDA_GRAPH_BYTES + NON_TORCH_BYTES
-    if rank.tp * rank.pp > 1:
-        total += NCCL_BYTES
-    return total
+    return total + PROFILE_BASE_BYTES

@@ -38,7 +38,7 @@ from nemotron_sim.vllm.startup import StartupRun, StartupTimes
 from nemotron_sim.vllm.text import plan_output
 
 log = logging.getLogger("vllm")
-VLLM_VERSION = "0.31.0"
+VLLM_VERSION = "0.34.0"  # the release it stands in for unless told another (vllm_version)
 SIMULATION_HEADER = "X-Simulated"
 SIMULATION_NOTE = f"nemotron-operator stand-in for vLLM {VLLM_VERSION}: no GPU, no model"
 # The stand-in has no GPU memory to divide; its KV pool holds this many full-length sequences.
@@ -64,6 +64,7 @@ class StubVllm:
         output_faults: frozenset[OutputFault] = frozenset(),
         env: Mapping[str, str] | None = None,
         startup: StartupRun | None = None,
+        vllm_version: str = VLLM_VERSION,
     ) -> None:
         """``startup``: the phases of its start and its compile cache (nemotron_sim.vllm.startup);
         by default ``load_seconds`` of loading and nothing else."""
@@ -90,6 +91,7 @@ class StubVllm:
             spec_tokens=self.config.num_speculative_tokens,
             gpu_product=gpu_product,
             bias=kv_cache_bias,
+            release=_release(vllm_version),
         )
         self.served_model_name: str = self.config.served_model_name
         self.startup = startup or StartupRun(StartupTimes(load_seconds=load_seconds))
@@ -381,3 +383,11 @@ def _bound_port(runner: web.AppRunner, requested: int) -> int:
         if isinstance(address, tuple) and len(address) >= 2:
             return int(address[1])
     return requested
+
+
+def _release(version: str) -> tuple[int, int]:
+    """``0.33.0`` / ``v0.33.1`` → (0, 33); anything else is the release it defaults to."""
+    parts = version.removeprefix("v").split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return int(parts[0]), int(parts[1])
+    return _release(VLLM_VERSION)

@@ -70,7 +70,9 @@ def test_unknown_fields_are_pruned_when_not_strict(admission: Admission) -> None
 
 def test_defaults_are_applied_like_the_api_server(admission: Admission) -> None:
     spec = admitted(admission.create(load_example("minimal.yaml")))["spec"]
-    assert spec["engine"]["gpuMemoryUtilization"] == 0.9
+    assert spec["engine"]["image"] == "vllm/vllm-openai:v0.34.0"
+    # No stored utilization: the release decides (0.90 up to vLLM 0.33, vLLM's own from 0.34).
+    assert "gpuMemoryUtilization" not in spec["engine"]
     assert spec["engine"]["mambaSsmCacheDtype"] == "float32"
     assert spec["model"]["source"] == {"huggingFace": {}}
     assert spec["replicas"] == 1

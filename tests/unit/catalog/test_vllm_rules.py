@@ -83,7 +83,7 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
     (
         "super-defaults",
         {"model": {"id": SUPER_FP8}, "engine": {"maxModelLen": 131072}, "capacity": H200},
-        [MTP_ALIGN, granularity(4176), MTP_OUTPUT],
+        [MTP_ALIGN, granularity(4224), MTP_OUTPUT],
     ),
     (
         "super-no-prefix-caching",
@@ -104,9 +104,9 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
                 "warn",
                 "spec.engine.enablePrefixCaching",
                 "prefix caching does nothing: maxModelLen 2048 is below the hybrid KV block of "
-                "4176 tokens and vLLM caches whole blocks only (vllm#48401); set "
+                "4224 tokens and vLLM caches whole blocks only (vllm#48401); set "
                 "spec.engine.enablePrefixCaching: false (saves one Mamba state slot per "
-                "sequence) or raise spec.engine.maxModelLen to at least 4176",
+                "sequence) or raise spec.engine.maxModelLen to at least 4224",
             ),
             MTP_OUTPUT,
         ],
@@ -148,7 +148,7 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
             "capacity": H200,
         },
         [
-            granularity(2096),
+            granularity(2112),
             (
                 "reasoning-parser-wrong-family",
                 "warn",
@@ -167,7 +167,7 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
             "capacity": H200,
         },
         [
-            granularity(2096),
+            granularity(2112),
             (
                 "reasoning-parser-wrong-family",
                 "warn",
@@ -185,7 +185,7 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
             "engine": {"maxModelLen": 131072, "reasoningParser": "none"},
             "capacity": H200,
         },
-        [granularity(2096)],
+        [granularity(2112)],
     ),
 ]
 

@@ -294,6 +294,11 @@ CASES: dict[str, Case] = {
         {"engine": {"image": "registry.example/vllm:v0.31.0"}},
         lambda o: pod(o)["containers"][0]["image"],
     ),
+    "spec.engine.version": Case(
+        {"engine": {"version": "0.31.0"}},
+        plan,  # the engine profile: block size, pool, engineVersion
+        merge(BASE, {"engine": {"image": "registry.example/vllm@sha256:0123abcd"}}),
+    ),
     "spec.engine.maxModelLen": Case({"engine": {"maxModelLen": 131_072}}, flag("--max-model-len")),
     "spec.engine.gpuMemoryUtilization": Case(
         {"engine": {"gpuMemoryUtilization": 0.85}}, flag("--gpu-memory-utilization")

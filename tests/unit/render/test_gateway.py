@@ -137,7 +137,8 @@ def test_a_longer_max_model_len_that_needs_a_wider_layout_changes_the_block_size
     # whose per-rank pages are half as large, and so is the hybrid block.
     nano = {
         "model": {"id": "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"},
-        "engine": {"maxModelLen": 131_072},
+        # vLLM 0.31's pool (0.34's extensible cache holds 128 sequences at TP 2 at both lengths)
+        "engine": {"maxModelLen": 131_072, "image": "vllm/vllm-openai:v0.31.0"},
         "capacity": {"gpu": {"products": ["NVIDIA-H200"]}, "minConcurrency": 128},
         "gateway": {"enabled": True},
     }

@@ -34,9 +34,19 @@ def gpu(name: str) -> GpuProduct:
     return product
 
 
+# The facts these tests reproduce (docs/model-facts.md §2-3) were derived from vLLM 0.31's code:
+# the helpers plan with the 0.31 profile unless a test names another image. The other releases'
+# numbers are tests/unit/sizing/test_engine_profiles.py's.
+FACTS_IMAGE = "vllm/vllm-openai:v0.31.0"
+
+
 def spec(hf_id: str, **sections: Any) -> NemotronDeploymentSpec:
-    """A spec from camelCase sections, e.g. ``spec(ID, engine={"maxModelLen": 8192})``."""
-    return NemotronDeploymentSpec.model_validate({"model": {"id": hf_id}, **sections})
+    """A spec from camelCase sections, e.g. ``spec(ID, engine={"maxModelLen": 8192})``, planned
+    for ``FACTS_IMAGE`` unless ``engine`` names an image."""
+    engine = {"image": FACTS_IMAGE, **sections.pop("engine", {})}
+    return NemotronDeploymentSpec.model_validate(
+        {"model": {"id": hf_id}, "engine": engine, **sections}
+    )
 
 
 def layout_memory(
@@ -56,6 +66,7 @@ def layout_memory(
             if draft_tokens == 0
             else {"method": "mtp", "num_speculative_tokens": draft_tokens}
         )
+    engine.setdefault("image", FACTS_IMAGE)
     settings = resolve_settings(EngineSpec.model_validate(engine), entry)
     layout = Layout(tensor_parallel, pipeline_parallel, entry.is_moe and tensor_parallel > 1)
     return evaluate(entry, gpu(gpu_name), layout, settings)

@@ -87,10 +87,15 @@ def test_num_blocks_is_available_over_page_over_group_size_and_zero_without_a_pa
 def test_a_model_without_attention_layers_pages_by_its_mamba_state() -> None:
     h8b = model(H8B)
     mamba_only = replace(h8b, layer_pattern=h8b.layer_pattern.replace("*", ""))
-    settings = resolve_settings(EngineSpec.model_validate({}), mamba_only)
-    memory = evaluate(mamba_only, gpu(B300), Layout(1, 1, False), settings)
+    for image, block in (
+        ("vllm/vllm-openai:v0.31.0", DEFAULT_BLOCK_SIZE),
+        ("vllm/vllm-openai:v0.34.0", 64),
+    ):
+        engine = EngineSpec.model_validate({"image": image})
+        settings = resolve_settings(engine, mamba_only)
+        memory = evaluate(mamba_only, gpu(B300), Layout(1, 1, False), settings)
+        assert memory.block_size == block  # the release's default block size
     assert memory.attention_page_per_token == 0
-    assert memory.block_size == DEFAULT_BLOCK_SIZE
     assert memory.page_bytes == memory.mamba_state.bytes > 0
     assert memory.num_blocks > 0
     assert memory.max_concurrency > 0

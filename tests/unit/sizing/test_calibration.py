@@ -25,6 +25,7 @@ from nemotron_operator.sizing.layouts import precision_problem, structural_probl
 from nemotron_operator.sizing.planner import memory_problem
 
 from .calibration_points import POINTS, LogPoint
+from .helpers import FACTS_IMAGE
 
 LOG_ROUNDING_GIB = 0.005
 WEIGHTS_TOLERANCE = 0.025
@@ -38,7 +39,9 @@ DOCUMENTED_DISAGREEMENTS = frozenset(
 def memory_of(point: LogPoint) -> LayoutMemory:
     model = lookup_model(point.model_id)
     assert model is not None
-    settings = resolve_settings(EngineSpec.model_validate(point.engine), model)
+    # The logs predate 0.31 (block size 16, utilization-based pool): the 0.31 profile is theirs.
+    engine = {"image": FACTS_IMAGE, **point.engine}
+    settings = resolve_settings(EngineSpec.model_validate(engine), model)
     layout = Layout(point.tensor_parallel, 1, model.is_moe and point.tensor_parallel > 1)
     return evaluate(model, point.gpu, layout, settings)
 

@@ -25,7 +25,7 @@ def run(capsys: Capture, *argv: str) -> tuple[int, str, str]:
 
 
 def test_json_is_exactly_status_plan(capsys: Capture) -> None:
-    code, out, _ = run(capsys, SUPER_FP8, "--gpu", H100, "-o", "json")
+    code, out, _ = run(capsys, SUPER_FP8, "--gpu", H100, "-o", "json", "--vllm-version", "0.31.0")
     assert code == 0
     wire = json.loads(out)
     expected = plan_deployment(spec(SUPER_FP8, capacity={"gpu": {"products": [H100]}})).plan

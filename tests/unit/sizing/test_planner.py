@@ -10,6 +10,7 @@ from nemotron_operator.catalog import lookup_model
 from nemotron_operator.sizing import PlanningError, inventory_from_nodes, plan_deployment
 
 from .helpers import (
+    FACTS_IMAGE,
     H8B,
     H100,
     NANO_BF16,
@@ -257,7 +258,7 @@ def test_explicit_architecture_plans_like_the_catalog_entry() -> None:
         NemotronDeploymentSpec.model_validate(
             {
                 "model": {"id": "example/super-copy", "architecture": arch},
-                "engine": COOKBOOK_SEQS,
+                "engine": {"image": FACTS_IMAGE, **COOKBOOK_SEQS},
                 "capacity": {"gpu": {"products": [H100]}},
             }
         )

@@ -18,6 +18,7 @@ from nemotron_operator.api.errors import parse_deployment
 from nemotron_operator.render import render_all
 from nemotron_operator.sizing import PlanningError, PlanResult, plan_deployment
 
+from .helpers import FACTS_IMAGE
 from .recipes_table import (
     FP8_KV,
     GB10,
@@ -39,7 +40,8 @@ def spec_of(recipe: Recipe, engine: dict[str, Any] | None = None) -> NemotronDep
     return NemotronDeploymentSpec.model_validate(
         {
             "model": {"id": recipe.model_id},
-            "engine": recipe.engine if engine is None else engine,
+            # The guides ran vLLM before 0.34: their layouts are checked with the 0.31 profile.
+            "engine": {"image": FACTS_IMAGE, **(recipe.engine if engine is None else engine)},
             "capacity": {
                 "minConcurrency": 1,
                 "gpu": {"products": [recipe.gpu]},

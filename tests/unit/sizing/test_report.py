@@ -91,7 +91,11 @@ def test_a_product_that_fits_nowhere_shows_its_last_reason() -> None:
 def test_header_and_chosen_say_what_the_plan_says() -> None:
     result = plan_deployment(spec(NANO_BF16, engine={"maxModelLen": 131072}))
     plan, model = result.plan, result.model
-    first, second = header(result)
+    engine, first, second = header(result)
+    assert engine == (
+        "Engine    vLLM 0.31.0, profile 0.31 (block size 16; pool: gpuMemoryUtilization × "
+        "memory − non-KV)"
+    )
     total = model.parameter_split().total / 1e9
     assert first == (
         f"Model     {plan.model_id}  (BF16, {total:.1f} B parameters, "
@@ -115,7 +119,7 @@ def test_header_and_chosen_say_what_the_plan_says() -> None:
 def test_header_names_the_draft_tokens_when_mtp_is_on() -> None:
     result = plan_deployment(spec(SUPER_VL_BF16))
     assert result.plan.speculative_tokens > 0
-    assert f"MTP {result.plan.speculative_tokens} draft token(s)" in header(result)[1]
+    assert f"MTP {result.plan.speculative_tokens} draft token(s)" in header(result)[2]
 
 
 def test_memory_breakdown_rows_add_up_to_the_plans_figures() -> None:
@@ -303,7 +307,7 @@ def test_two_products_that_fit_nowhere_both_get_their_row() -> None:
 
 def test_prefix_caching_off_is_said() -> None:
     result = plan_deployment(spec(NANO_BF16, engine={"enablePrefixCaching": False}))
-    assert "prefix caching off" in header(result)[1]
+    assert "prefix caching off" in header(result)[2]
 
 
 def test_notes_and_unverified_facts_get_sections_of_their_own() -> None:

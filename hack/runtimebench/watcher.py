@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 import kopf  # noqa: E402
 
-from nemotron_operator.controller.child_cache import CHILD_SELECTOR, ChildCache  # noqa: E402
-from nemotron_operator.controller.handlers import connection_info  # noqa: E402
+from nemotron_operator.controller.runtime.kopf_wiring import connection_info  # noqa: E402
+from nemotron_operator.controller.watch.child_cache import CHILD_SELECTOR, ChildCache  # noqa: E402
 from nemotron_operator.kube import KubeClient, load_connection  # noqa: E402
 from nemotron_operator.kube.resources import (  # noqa: E402
     PERSISTENT_VOLUME_CLAIMS,

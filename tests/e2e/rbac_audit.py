@@ -22,8 +22,8 @@ _SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the 
 _NETWORK_POLICY = "spec.networkPolicy (opt-in); the example has none"
 _STORE_MISS = (
     "a reconcile reads its NemotronDeployment from the store kopf's watch fills and GETs it only "
-    "when the store does not have it yet (controller/deployment_store.py): whether that happens "
-    "in this flow depends on timing"
+    "when the store does not have it yet (controller/watch/deployment_store.py): whether that "
+    "happens in this flow depends on timing"
 )
 # Grants the flow uses or not depending on timing: neither required nor refused by the audit.
 SOMETIMES_USED: dict[Grant, str] = {

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from nemotron_operator.controller.lease import LeaseGuard
+from nemotron_operator.controller.runtime.lease import LeaseGuard
 from nemotron_operator.kube import ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import LEASES, NEMOTRON_DEPLOYMENTS, PODS
 from nemotron_operator.kube.timestamps import (

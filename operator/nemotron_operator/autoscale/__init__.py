@@ -1,5 +1,5 @@
 """The built-in autoscaler's rule: pure (the time and the remembered state are passed in). The
-running operator applies it in ``controller/autoscaler.py`` after each scrape."""
+running operator applies it in ``controller/pods/autoscaler.py`` after each scrape."""
 
 from nemotron_operator.autoscale.decision import (
     TOLERANCE,

@@ -24,7 +24,7 @@ def register(subparsers: SubParsers) -> None:
 def _run(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415
 
-    from nemotron_operator.controller.runtime import (  # noqa: PLC0415
+    from nemotron_operator.controller.runtime.controller import (  # noqa: PLC0415
         configure_logging,
         run_operator,
     )

@@ -2,9 +2,9 @@
 
 The storage half of an informer, usable without its loop: the child and inventory caches fill one
 from their own list-then-watch (:mod:`nemotron_operator.kube.informer`), the NemotronDeployment
-store from kopf's watch events (``controller/handlers.py``). Writers put their own results in at
-once (``store``/``drop``): the answer of a write is newer than anything a watch has delivered,
-so the next read sees it even before its event. Of two versions of an object the higher
+store from kopf's watch events (``controller/runtime/kopf_wiring.py``). Writers put their own
+results in at once (``store``/``drop``): the answer of a write is newer than anything a watch has
+delivered, so the next read sees it even before its event. Of two versions of an object the higher
 ``resourceVersion`` wins (etcd revisions, integers in practice; otherwise the later arrival).
 
 Objects are parsed when read: a reader parses only the few it asks for, and 1,000 StatefulSets

@@ -1,6 +1,6 @@
 """The behavioural check's requests and how their answers are judged: a few small requests per
 feature the deployment promises, sent to a serving pod once vLLM reports ready and before the pod
-takes traffic (``controller/verification.py`` sends them). Pure: the request bodies, and the
+takes traffic (``controller/pods/verifier.py`` sends them). Pure: the request bodies, and the
 verdict on a status code and a JSON body.
 
 Cost, per pod checked: at most four requests, each a one-line prompt, with these ``max_tokens``:

@@ -2,7 +2,7 @@
 
 One ``batch/v1`` Job runs the download once into the shared claim, before any serving pod
 starts: the serving pods then have no download of the base weights (the controller applies their
-StatefulSets only once the Job has succeeded: controller/download_gate.py). Its container is the
+StatefulSets only once the Job has succeeded: controller/decide/download.py). Its container is the
 serving pods' init container (``storage.build_download_container``: same script, variables,
 token reference and security context), without the LoRA adapters, which the serving pods keep
 fetching as before.

@@ -263,7 +263,7 @@ def build_pod_template(
     }
     if spec.verification.enabled:
         # The pod takes traffic (Ready, in the Service's endpoints) only once the operator set
-        # this condition: after the behavioural check (controller/verification.py).
+        # this condition: after the behavioural check (controller/pods/verifier.py).
         pod["readinessGates"] = [{"conditionType": n.VERIFIED_CONDITION}]
     init = [storage.build_cache_owner_container(deployment, RUN_AS_USER), download]
     if any(container is not None for container in init):

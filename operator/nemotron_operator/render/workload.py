@@ -165,7 +165,7 @@ def build_statefulsets(
         update = None
         if rollout is not None:
             # spec.rollout: the canary is a partition (pods at or above it take a new template);
-            # the controller raises it when the rollout stalls (controller/rollout.py).
+            # the controller raises it when the rollout stalls (controller/decide/rollout.py).
             canary = rollout.canary.replicas if rollout.canary is not None else replicas
             update = {
                 "maxUnavailable": rollout.max_unavailable,
@@ -173,7 +173,7 @@ def build_statefulsets(
             }
         return [statefulset(names.statefulset, replicas, selector, None, rolling_update=update)]
     # With spec.rollout, a replica's worker ranks are replaced together, with their leader (the
-    # controller decides which replicas take a new template: controller/rollout.py).
+    # controller decides which replicas take a new template: controller/decide/rollout.py).
     workers_update = {"maxUnavailable": nodes - 1} if rollout is not None else None
     objects = []
     for replica in range(replicas):

@@ -58,8 +58,8 @@ class StatusInputs:
     node_pool: NodePoolStatus | None = None
     readiness: r.Readiness | None = None
     apply_error: str | None = None  # the API server refused a rendered child: its message
-    # From the scraper and the autoscaler (controller/scraping.py, controller/autoscaler.py);
-    # None keeps what status has.
+    # From the scraper and the autoscaler (controller/pods/scraper.py,
+    # controller/pods/autoscaler.py); None keeps what status has.
     throughput: Throughput | None = None
     plan_check: PlanCheck | None = None
     plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
@@ -67,11 +67,11 @@ class StatusInputs:
     # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
-    # autoscaling.provider KEDA: the Autoscaling condition (controller/keda.py); None otherwise
-    # (the condition goes).
+    # autoscaling.provider KEDA: the Autoscaling condition (controller/decide/keda.py); None
+    # otherwise (the condition goes).
     autoscaling: tuple[str, str, str] | None = None
     verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
-    # With LoRA on, what each serving pod serves (controller/adapters.py): (pod, names, the
+    # With LoRA on, what each serving pod serves (controller/pods/adapters.py): (pod, names, the
     # last failure to load or unload).
     adapters: tuple[tuple[str, tuple[str, ...], str | None], ...] | None = None
     # status/startup.py: the serving pods' start-up phases and the plan's prediction; None keeps

@@ -5,7 +5,7 @@
   fields — sent as a server-side dry-run create with strict field validation. Each answer is
   either a refusal that names the field (a ``spec.…`` path in the message or in a cause, never
   a 5xx), or an acceptance; an accepted object, with the API server's defaults, then goes
-  through the operator's own reading of it (``controller.desired``: parse, plan against a GPU
+  through the operator's own reading of it (``controller.decide.desired``: parse, plan against a GPU
   inventory, render) and ends in a stated outcome: rendered children, or a Problem with a
   reason (``InvalidSpec`` or a planner reason behind ``Feasible=False``) — never an exception.
 - **50 malformed manifests through ``kubectl apply``**: each fails with kube-apiserver's own
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nemotron_operator.api import DEFAULT_IMAGE
-from nemotron_operator.controller import desired
+from nemotron_operator.controller.decide import desired
 from nemotron_operator.sizing import GpuInventory
 from nemotron_operator.sizing.inventory import GpuNode
 from nemotron_operator.status import Problem

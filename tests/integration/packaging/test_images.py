@@ -217,7 +217,8 @@ class Missing(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(f"No module named {name!r} (not in the image)", name=name)
         return None
 sys.meta_path.insert(0, Missing())
-import nemotron_operator.cli, nemotron_operator.controller.runtime, nemotron_operator.kube.config
+import nemotron_operator.cli, nemotron_operator.kube.config
+import nemotron_operator.controller.runtime.controller
 import kubernetes.client, kubernetes.config
 print("imports ok")
 """

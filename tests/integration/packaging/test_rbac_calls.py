@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemotron_operator.controller import child_cache, handlers, inventory
-from nemotron_operator.controller.discovery import crd_name
+from nemotron_operator.controller.runtime import kopf_wiring
+from nemotron_operator.controller.watch import child_cache, inventory
+from nemotron_operator.controller.watch.served_kinds import crd_name
 from nemotron_operator.kube import resources
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
@@ -117,7 +118,12 @@ def needed(calls: set[tuple[Resource, str, str]]) -> set[Grant]:
     grants = {(r.group, f"{r.plural}/{sub}" if sub else r.plural, verb) for r, sub, verb in calls}
     # kopf lists and watches NemotronDeployments; the watch cache, the children and pods; the
     # GPU inventory, nodes and unfinished pods.
-    watched = (*handlers.WATCHED, *child_cache.INFORMED, *inventory.WATCHED, *inventory.DRA_WATCHED)
+    watched = (
+        *kopf_wiring.WATCHED,
+        *child_cache.INFORMED,
+        *inventory.WATCHED,
+        *inventory.DRA_WATCHED,
+    )
     for resource in (*watched, CRDS):
         grants |= {
             (resource.group, resource.plural, "list"),

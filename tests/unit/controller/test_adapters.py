@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from nemotron_operator.api.errors import parse_deployment
-from nemotron_operator.controller.adapters import AdapterSync
+from nemotron_operator.controller.pods.adapters import AdapterSync
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.render import RenderOptions, render_all
 from nemotron_operator.sizing import plan_deployment

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from nemotron_operator.controller.desired import dra_unavailable
-from nemotron_operator.controller.inventory import (
+from nemotron_operator.controller.decide.desired import dra_unavailable
+from nemotron_operator.controller.watch.inventory import (
     InventoryReader,
     claim_projection,
     slice_projection,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sized
 
-from nemotron_operator.controller.handlers import EndlessBackoffs
+from nemotron_operator.controller.runtime.kopf_wiring import EndlessBackoffs
 
 
 def test_the_configured_delays_then_the_last_one_for_ever() -> None:

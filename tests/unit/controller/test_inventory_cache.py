@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from nemotron_operator.controller.inventory import InventoryReader
+from nemotron_operator.controller.watch.inventory import InventoryReader
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import NODES
 from nemotron_operator.render import names as n

@@ -7,10 +7,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, cast
 
-from nemotron_operator.controller.deployment_store import DeploymentStore
-from nemotron_operator.controller.handlers import build_registry
 from nemotron_operator.controller.queue import WorkQueue
+from nemotron_operator.controller.runtime.kopf_wiring import build_registry
 from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube.config import Connection
 
 

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import aiohttp
 
-from nemotron_operator.controller.health import HealthState, start_servers
-from nemotron_operator.controller.metrics_auth import MetricsGuard
+from nemotron_operator.controller.runtime.health import HealthState, start_servers
+from nemotron_operator.controller.runtime.metrics_auth import MetricsGuard
 from nemotron_operator.kube import ApiError, KubeClient
 from nemotron_operator.kube.resources import SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS
 from nemotron_operator.kube.reviews import ReviewedUser, review_access, review_token

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from nemotron_operator.api import Condition
-from nemotron_operator.controller.children import APPLIED, contains, stamped, up_to_date
-from nemotron_operator.controller.events import event_type, worth_an_event
-from nemotron_operator.controller.health import HealthState
 from nemotron_operator.controller.queue import WorkQueue
+from nemotron_operator.controller.reconcile.apply import APPLIED, contains, stamped, up_to_date
+from nemotron_operator.controller.reconcile.events import event_type, worth_an_event
+from nemotron_operator.controller.runtime.health import HealthState
 from nemotron_operator.controller.settings import add_arguments, config_from_args
 from nemotron_operator.kube.errors import Action, ApiError, retry_delay
 from nemotron_operator.kube.resources import CHILD_RESOURCES

@@ -16,14 +16,14 @@ from typing import Any, cast
 import pytest
 
 from nemotron_operator.api import API_VERSION, KIND
-from nemotron_operator.controller.autoscaler import Autoscaler
-from nemotron_operator.controller.child_cache import ChildCache
-from nemotron_operator.controller.deployment_store import DeploymentStore
-from nemotron_operator.controller.finalizer import FINALIZER
+from nemotron_operator.controller.pods.autoscaler import Autoscaler
+from nemotron_operator.controller.pods.scraper import Scraper
 from nemotron_operator.controller.queue import WorkQueue
-from nemotron_operator.controller.reconcile import Outcome, Reconciler
-from nemotron_operator.controller.scraping import Scraper
+from nemotron_operator.controller.reconcile.finalizer import FINALIZER
+from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
 from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.controller.watch.child_cache import ChildCache
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     NEMOTRON_DEPLOYMENTS,

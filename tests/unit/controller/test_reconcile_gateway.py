@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.controller.gateway import gateway_url
+from nemotron_operator.controller.decide.gateway import gateway_url
 from nemotron_operator.kube.resources import (
     DEPLOYMENTS,
     GATEWAYS,

@@ -17,8 +17,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from nemotron_operator.controller.pods.scraper import Scraper, scrape_targets
 from nemotron_operator.controller.queue import WorkQueue
-from nemotron_operator.controller.scraping import Scraper, scrape_targets
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.render.engine import SERVE_PORT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from nemotron_operator.controller.discovery import served_children
+from nemotron_operator.controller.watch.served_kinds import served_children
 from nemotron_operator.kube.resources import (
     CHILD_RESOURCES,
     DRA_RESOURCES,

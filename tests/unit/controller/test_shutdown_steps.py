@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from nemotron_operator.controller import shutdown
+from nemotron_operator.controller.runtime import shutdown
 
 
 async def _fails() -> None:

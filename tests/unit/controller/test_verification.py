@@ -9,8 +9,8 @@ import os
 from typing import Any, cast
 
 from nemotron_operator.api.errors import parse_deployment
-from nemotron_operator.controller.desired import Planned, plan_and_render
-from nemotron_operator.controller.verification import Verifier
+from nemotron_operator.controller.decide.desired import Planned, plan_and_render
+from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import PODS
 from nemotron_operator.sizing import GpuInventory

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, cast
 
-from nemotron_operator.controller.deployment_store import DeploymentStore
-from nemotron_operator.controller.discovery import ServedKinds
-from nemotron_operator.controller.inventory import InventoryReader, pod_projection
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
+from nemotron_operator.controller.watch.inventory import InventoryReader, pod_projection
+from nemotron_operator.controller.watch.served_kinds import ServedKinds
 from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import NODE_POOLS, POD_MONITORS, PODS, Resource
 from nemotron_operator.kube.store import ObjectStore

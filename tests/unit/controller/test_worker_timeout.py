@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.controller import runtime
-from nemotron_operator.controller.health import HealthState
 from nemotron_operator.controller.queue import WorkQueue
-from nemotron_operator.controller.reconcile import Outcome
+from nemotron_operator.controller.reconcile.reconciler import Outcome
+from nemotron_operator.controller.runtime import controller as runtime
+from nemotron_operator.controller.runtime.health import HealthState
 
 
 class HangsOnce:

@@ -642,7 +642,7 @@ def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
 
 SPEC_PATHS = spec_paths(NemotronDeploymentSpec, "spec")
 # Read by the controller's autoscaler, not by the renderer: it sets spec.replicas, which renders;
-# and the rollout's deadline, which the controller watches (controller/rollout.py).
+# and the rollout's deadline, which the controller watches (controller/decide/rollout.py).
 CONTROLLER_ONLY = {
     "spec.rollout.progressDeadlineSeconds": {"rollout": {"progressDeadlineSeconds": 60}},
     "spec.autoscaling.minReplicas": {"autoscaling": {"maxReplicas": 8, "minReplicas": 2}},

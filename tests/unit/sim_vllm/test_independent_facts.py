@@ -150,7 +150,7 @@ def test_a_catalog_error_makes_plan_accurate_fail(
     plan, accurate, message, _ = stand_in_check(deployment)
     assert not accurate  # some figure (blocks, tokens or concurrency) fell short by over 5 %
     assert "vLLM got materially less KV cache than planned" in message
-    # What the operator then reports (controller/scraping.py maps the comparison this way).
+    # What the operator then reports (controller/pods/scraper.py maps the comparison this way).
     status = compute_status(
         StatusInputs(
             generation=1,

@@ -1,13 +1,13 @@
 """The download Job read back (status/download.py) and the serving pods held for it
-(controller/download_gate.py): running, retrying with the last failure, failed with the Job's
+(controller/decide/download.py): running, retrying with the last failure, failed with the Job's
 reason and the failing pod's message, done; the status that follows."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.controller.children import Live
-from nemotron_operator.controller.download_gate import gate, split_pods
+from nemotron_operator.controller.decide.download import gate, split_pods
+from nemotron_operator.controller.reconcile.apply import Live
 from nemotron_operator.kube.resources import JOBS, STATEFULSETS
 from nemotron_operator.render import names
 from nemotron_operator.status import StatusInputs, compute_status

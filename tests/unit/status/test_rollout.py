@@ -7,7 +7,7 @@ from typing import Any
 
 from nemotron_operator.api import NemotronDeploymentStatus
 from nemotron_operator.api.rollout import RolloutSpec
-from nemotron_operator.controller.rollout import Rollouts
+from nemotron_operator.controller.decide.rollout import Rollouts
 from nemotron_operator.render import names as n
 from nemotron_operator.status import Readiness, StatusInputs, compute_status
 from nemotron_operator.status.readiness import Blocker

@@ -5,12 +5,12 @@ Why only ``on.event`` (read in kopf 1.45.2's ``_core/reactor/processing.py``): w
 annotation; with no timer, daemon or mandatory ``on.delete`` it adds no finalizer; ``on.event``
 handlers are never retried, so no progress annotations; returning ``None`` patches nothing into
 status. kopf therefore never writes to a NemotronDeployment. The reconcile, its retries and the
-periodic resync live in :mod:`nemotron_operator.controller.runtime`.
+periodic resync live in :mod:`nemotron_operator.controller.runtime.controller`.
 
 kopf watches NemotronDeployments only; each event goes into the
-:class:`~nemotron_operator.controller.deployment_store.DeploymentStore` the reconcile and the
-resync read, then queues the object. The children and their pods are followed by the operator's
-own watch cache (:mod:`nemotron_operator.controller.child_cache`): kopf costs several times more
+:class:`~nemotron_operator.controller.watch.deployment_store.DeploymentStore` the reconcile and the
+resync read, then queues the object. The children and their pods are followed by the operator's own
+watch cache (:mod:`nemotron_operator.controller.watch.child_cache`): kopf costs several times more
 CPU per event than that cache (``hack/bench-runtime.py``; docs/controller.md has the figures).
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import kopf
 
-from nemotron_operator.controller.deployment_store import DeploymentStore
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import Connection
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.render import names as n

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nemotron_operator.controller.deployment_store import DeploymentStore
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import KubeClient, writes
 from nemotron_operator.render import names as n
 

@@ -19,20 +19,21 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller import children, desired, download_gate, finalizer, gateway, keda
-from nemotron_operator.controller.adapters import AdapterSync
-from nemotron_operator.controller.autoscaler import Autoscaler, AutoscaleView
-from nemotron_operator.controller.deployment_store import DeploymentStore
-from nemotron_operator.controller.desired import Planned
-from nemotron_operator.controller.discovery import ServedKinds, served_children
-from nemotron_operator.controller.events import post_events
-from nemotron_operator.controller.inventory import InventoryReader
-from nemotron_operator.controller.outcome import Outcome, ReadState
-from nemotron_operator.controller.rollout import Held, Rollouts
-from nemotron_operator.controller.scraping import Scraper
+from nemotron_operator.controller.decide import desired, download, gateway, keda
+from nemotron_operator.controller.decide.desired import Planned
+from nemotron_operator.controller.decide.rollout import Held, Rollouts
+from nemotron_operator.controller.pods.adapters import AdapterSync
+from nemotron_operator.controller.pods.autoscaler import Autoscaler, AutoscaleView
+from nemotron_operator.controller.pods.scraper import Scraper
+from nemotron_operator.controller.pods.verifier import Verifier
+from nemotron_operator.controller.reconcile import apply, finalizer
+from nemotron_operator.controller.reconcile.events import post_events
+from nemotron_operator.controller.reconcile.outcome import Outcome, ReadState
+from nemotron_operator.controller.reconcile.unchanged import Fingerprint, LastInputs, fingerprint
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.controller.unchanged import Fingerprint, LastInputs, fingerprint
-from nemotron_operator.controller.verification import Verifier
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
+from nemotron_operator.controller.watch.inventory import InventoryReader
+from nemotron_operator.controller.watch.served_kinds import ServedKinds, served_children
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     DEPLOYMENTS,
@@ -68,7 +69,7 @@ class Reconciler:
         config: OperatorConfig,
         *,
         deployments: DeploymentStore,
-        cache: children.Cache,
+        cache: apply.Cache,
         scraper: Scraper,
         autoscaler: Autoscaler,
         verifier: Verifier | None = None,
@@ -118,7 +119,7 @@ class Reconciler:
         return outcome
 
     def _fingerprint(self, raw: dict[str, Any], served: frozenset[Resource]) -> Fingerprint | None:
-        """Every input of a reconcile, as versions (``controller/unchanged.py``); None when one
+        """Every input of a reconcile, as versions (``reconcile/unchanged.py``); None when one
         of them is not cached, or the reconcile reads a Gateway (no watch of it)."""
         if not self.inventory.watched or gateway.reads_a_gateway(raw, self.config):
             return None
@@ -165,7 +166,7 @@ class Reconciler:
 
     async def _converge(self, read: ReadState, served: frozenset[Resource]) -> Outcome:
         raw, names = read.raw, read.names
-        live = await children.read_live(
+        live = await apply.read_live(
             self.kube, self.cache, names, uid=raw["metadata"]["uid"], served=served
         )
         if not self.config.inference_gateway:
@@ -179,12 +180,10 @@ class Reconciler:
             created=raw["metadata"].get("creationTimestamp"),
         )
         apply_error: str | None = None
-        pods, download_pods = download_gate.split_pods(
-            await children.read_instance(
-                self.kube, self.cache, PODS, names.namespace, names.instance
-            )
+        pods, download_pods = download.split_pods(
+            await apply.read_instance(self.kube, self.cache, PODS, names.namespace, names.instance)
         )
-        held, waiting = Held([], frozenset(), None), download_gate.Gated([], frozenset(), None)
+        held, waiting = Held([], frozenset(), None), download.Gated([], frozenset(), None)
         gateway_state = gateway.assess(
             read.deployment,
             served,
@@ -195,8 +194,8 @@ class Reconciler:
         # spec keep serving, and status says why nothing changes.
         if read.planned is not None:
             held = self._rollout(read, live, pods)
-            # A shared cache: the serving pods wait for the download Job (download_gate.py).
-            waiting = download_gate.gate(held.desired, live, download_pods)
+            # A shared cache: the serving pods wait for the download Job (decide/download.py).
+            waiting = download.gate(held.desired, live, download_pods)
             desired = waiting.desired
             if gateway_state is not None and gateway_state[0] != "True":
                 desired = gateway.without_gateway(desired)
@@ -230,7 +229,7 @@ class Reconciler:
     async def _sync(
         self,
         desired: list[dict[str, Any]],
-        live: children.Live,
+        live: apply.Live,
         served: frozenset[Resource],
         outcome: Outcome,
         *,
@@ -238,7 +237,7 @@ class Reconciler:
     ) -> str | None:
         """Apply and prune the children (but those ``keep`` names); what the server refused."""
         try:
-            synced = await children.sync(
+            synced = await apply.sync(
                 self.kube, self.cache, desired, live, served=served, keep=keep
             )
         except ApiError as exc:
@@ -256,7 +255,7 @@ class Reconciler:
         outcome.applied, outcome.deleted = synced.applied, synced.deleted
         return None
 
-    def _rollout(self, read: ReadState, live: children.Live, pods: list[dict[str, Any]]) -> Held:
+    def _rollout(self, read: ReadState, live: apply.Live, pods: list[dict[str, Any]]) -> Held:
         """spec.rollout: what is held back, and whether the rollout stalled."""
         if read.planned is None or read.deployment is None:
             return Held([], frozenset(), None)
@@ -275,7 +274,7 @@ class Reconciler:
     async def _status_inputs(
         self,
         read: ReadState,
-        live: children.Live,
+        live: apply.Live,
         pods: list[dict[str, Any]],
         apply_error: str | None,
     ) -> StatusInputs:
@@ -384,10 +383,10 @@ class Reconciler:
             return Outcome("gone")
         names = n.Names(metadata["name"], metadata["namespace"])
         pools = frozenset({NODE_POOLS}) & await self.served()
-        live = await children.read_live(
+        live = await apply.read_live(
             self.kube, self.cache, names, uid=metadata["uid"], served=pools
         )
-        if not await children.delete_node_pools(self.kube, live):
+        if not await apply.delete_node_pools(self.kube, live):
             return Outcome(
                 "finalizing",
                 deleted=[f"NodePool/{p['metadata']['name']}" for p in live.of(NODE_POOLS)],

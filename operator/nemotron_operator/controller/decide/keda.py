@@ -6,7 +6,7 @@ status names the missing CRD instead."""
 from __future__ import annotations
 
 from nemotron_operator.api import NemotronDeployment
-from nemotron_operator.controller.gateway import CRD_NOT_INSTALLED
+from nemotron_operator.controller.decide.gateway import CRD_NOT_INSTALLED
 from nemotron_operator.kube.resources import SCALED_OBJECTS, Resource
 from nemotron_operator.render import names as n
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron_operator.controller.children import Live
+from nemotron_operator.controller.reconcile.apply import Live
 from nemotron_operator.kube.resources import JOBS, STATEFULSETS, Resource, resource_of
 from nemotron_operator.render import names as n
 from nemotron_operator.status.download import assess_download

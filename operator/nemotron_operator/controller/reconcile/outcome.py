@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
-from nemotron_operator.controller.desired import Planned
+from nemotron_operator.controller.decide.desired import Planned
 from nemotron_operator.render import names as n
 from nemotron_operator.sizing import GpuInventory
 from nemotron_operator.status import Problem, startup

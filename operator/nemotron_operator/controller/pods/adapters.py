@@ -10,11 +10,11 @@ reads ``/v1/models`` again. Without runtime updates the adapters are ``--lora-mo
 command line (a change rolls the pods) and the task only reads. What it read becomes
 ``status.adapters``.
 
-Mind the reconcile's fingerprint (``controller/unchanged.py``): ``revision`` changes whenever a
-task recorded a different served set or a failure, and lists the pods due for another look — a
-failed load after its back-off, any pod after ``RECHECK_SECONDS`` (an adapter unloaded behind the
-operator's back) — so a reconcile skipped on unchanged inputs still acts while the served set
-differs from the wanted one. A task that changed what status shows queues the deployment.
+Mind the reconcile's fingerprint (``controller/reconcile/unchanged.py``): ``revision`` changes
+whenever a task recorded a different served set or a failure, and lists the pods due for another
+look — a failed load after its back-off, any pod after ``RECHECK_SECONDS`` (an adapter unloaded
+behind the operator's back) — so a reconcile skipped on unchanged inputs still acts while the served
+set differs from the wanted one. A task that changed what status shows queues the deployment.
 Nothing here talks to the API server.
 """
 

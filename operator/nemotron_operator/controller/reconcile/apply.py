@@ -85,7 +85,7 @@ def owned_by(obj: dict[str, Any], uid: str, owner_key: str) -> bool:
 
 
 class Cache(Protocol):
-    """What the reconcile needs of the watch cache (``controller.child_cache.ChildCache``)."""
+    """What the reconcile needs of the watch cache (``controller.watch.child_cache.ChildCache``)."""
 
     def of_instance(
         self, resource: Resource, namespace: str, instance: str

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from nemotron_operator.controller.metrics_auth import MetricsGuard
+from nemotron_operator.controller.runtime.metrics_auth import MetricsGuard
 
 logger = logging.getLogger(__name__)
 WATCHER_TASK_PREFIX = "watcher for "  # kopf names its watch tasks so (_core/reactor/orchestration)
@@ -82,7 +82,7 @@ async def start_servers(
 ) -> tuple[web.AppRunner, int, int]:
     """Serve both endpoints (on one port when both ports are equal). Returns the runner and
     the bound ports (0 picks free ones). With a ``guard``, ``/metrics`` answers only callers
-    it allows (``controller/metrics_auth.py``); ``/healthz`` stays open for the kubelet."""
+    it allows (``controller/runtime/metrics_auth.py``); ``/healthz`` stays open for the kubelet."""
 
     async def healthz(_: web.Request) -> web.Response:
         problems = state.problems()

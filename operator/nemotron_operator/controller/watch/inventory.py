@@ -7,7 +7,7 @@ instance labels — so that a heartbeat or a pod's readiness is no change here. 
 node are kept up to date one event at a time, also per managed deployment, so a reconcile costs
 O(its own pods + nodes), whatever the number of pods. ``generation`` counts the changes that can
 change an inventory: a reconcile whose inputs (this among them) are unchanged is skipped
-(``controller/unchanged.py``).
+(``controller/reconcile/unchanged.py``).
 
 The deployment's own pods are left out when counting free GPUs, so that a running deployment
 does not count against itself. Until both watches have their first lists (and in unit tests

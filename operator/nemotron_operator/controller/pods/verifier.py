@@ -28,7 +28,7 @@ import aiohttp
 
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.catalog.vllm_rule_input import reasoning_parser, tool_call_parser
-from nemotron_operator.controller.desired import Planned
+from nemotron_operator.controller.decide.desired import Planned
 from nemotron_operator.kube import ApiError, KubeClient, writes
 from nemotron_operator.observe.behaviour import (
     CHAT_PATH,

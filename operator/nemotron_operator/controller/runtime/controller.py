@@ -22,18 +22,18 @@ import kopf
 from prometheus_client import REGISTRY
 
 from nemotron_operator import __version__
-from nemotron_operator.controller import shutdown
-from nemotron_operator.controller.autoscaler import Autoscaler
-from nemotron_operator.controller.child_cache import ChildCache
-from nemotron_operator.controller.deployment_store import DeploymentStore
-from nemotron_operator.controller.handlers import WATCHED, build_registry
-from nemotron_operator.controller.health import HealthState, start_servers
-from nemotron_operator.controller.lease import LeaseGuard
-from nemotron_operator.controller.metrics_auth import MetricsGuard
+from nemotron_operator.controller.pods.autoscaler import Autoscaler
+from nemotron_operator.controller.pods.scraper import Scraper
 from nemotron_operator.controller.queue import Key, WorkQueue
-from nemotron_operator.controller.reconcile import Outcome, Reconciler
-from nemotron_operator.controller.scraping import Scraper
+from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
+from nemotron_operator.controller.runtime import shutdown
+from nemotron_operator.controller.runtime.health import HealthState, start_servers
+from nemotron_operator.controller.runtime.kopf_wiring import WATCHED, build_registry
+from nemotron_operator.controller.runtime.lease import LeaseGuard
+from nemotron_operator.controller.runtime.metrics_auth import MetricsGuard
 from nemotron_operator.controller.settings import OperatorConfig
+from nemotron_operator.controller.watch.child_cache import ChildCache
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.deployment_series import DeploymentSeries
@@ -261,7 +261,7 @@ def configure_logging(config: OperatorConfig) -> None:
 
 async def run_operator(config: OperatorConfig) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until kopf stops on its own (exit 1). The stop is
-    bounded in time and releases the Lease (``controller/shutdown.py`` says why and how)."""
+    bounded in time and releases the Lease (``controller/runtime/shutdown.py`` says why and how)."""
     stop_requested = asyncio.Event()
     shutdown.handle_signals(stop_requested)
     connection = load_connection(config.kubeconfig)

@@ -1,15 +1,15 @@
 """``DeploymentStore``: the NemotronDeployments as kopf's watch delivered them, so that a
 reconcile reads its object, and the resync timer finds every object, without a request.
 
-kopf's ``on.event`` handler puts every event in (``controller/handlers.py``); the reconcile puts
-in the answers of its own writes (status, finalizers), which are newer than any event so far.
-kopf lists the objects when it starts and again after a ``410 Gone`` or a lost connection, and
-marks listed objects with the event type ``None`` (kopf 1.45.2, ``_cogs/clients/watching.py``,
-``continuous_watch``); an object deleted while kopf was not watching simply is not listed again.
-So each listing starts a new epoch, and ``sweep`` (the resync timer, long after a listing has
-ended) forgets what the latest listing did not mention. A sweep that runs while a listing is
-still arriving forgets objects not listed *yet*: they come back with their listing event, and a
-reconcile in between reads them with a GET (a miss costs one request, never a wrong answer).
+kopf's ``on.event`` handler puts every event in (``controller/runtime/kopf_wiring.py``); the
+reconcile puts in the answers of its own writes (status, finalizers), which are newer than any event
+so far. kopf lists the objects when it starts and again after a ``410 Gone`` or a lost connection,
+and marks listed objects with the event type ``None`` (kopf 1.45.2, ``_cogs/clients/watching.py``,
+``continuous_watch``); an object deleted while kopf was not watching simply is not listed again. So
+each listing starts a new epoch, and ``sweep`` (the resync timer, long after a listing has ended)
+forgets what the latest listing did not mention. A sweep that runs while a listing is still arriving
+forgets objects not listed *yet*: they come back with their listing event, and a reconcile in
+between reads them with a GET (a miss costs one request, never a wrong answer).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ is scraped right then, so the status that says Ready carries the plan check and 
 throughput. The timer scrapes each known deployment's ready leaders every ``scrape_seconds``;
 when a figure moved meaningfully or a pod published its cache config, it queues the deployment,
 and the reconcile (status's one writer) writes it. After each deployment's tick the timer hands
-the figures to ``after_tick`` (the autoscaler, ``controller/autoscaler.py``). Nothing here talks
-to the API server.
+the figures to ``after_tick`` (the autoscaler, ``controller/pods/autoscaler.py``). Nothing
+here talks to the API server.
 """
 
 from __future__ import annotations

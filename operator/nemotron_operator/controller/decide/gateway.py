@@ -110,7 +110,7 @@ def without_gateway(desired: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def reads_a_gateway(raw: dict[str, Any], config: OperatorConfig) -> bool:
     """Whether a reconcile of ``raw`` reads a Gateway (for status.endpoint), an input no watch
-    follows: such a reconcile is never skipped as unchanged (controller/unchanged.py)."""
+    follows: such a reconcile is never skipped as unchanged (controller/reconcile/unchanged.py)."""
     spec = (raw.get("spec") or {}).get("gateway") or {}
     return config.inference_gateway and bool(spec.get("enabled")) and "httpRoute" in spec
 

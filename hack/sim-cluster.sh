@@ -18,6 +18,12 @@ source "$(dirname "$0")/lib.sh"
 ensure_venv
 "$ROOT/hack/build-controlplane.sh"
 cd "$ROOT"
+# `--engine vllm`: containers of the vLLM image run vLLM's CPU build (docs/simulated-cluster.md,
+# "The real engine"), installed by hack/build-vllm-cpu.sh on first use.
+if [[ " $* " == *" --engine vllm "* || " $* " == *" --engine=vllm "* ]]; then
+  "$ROOT/hack/build-vllm-cpu.sh"
+  set -- "$@" --vllm-python "$("$ROOT/hack/build-vllm-cpu.sh" --print-dir)/bin/python"
+fi
 KUBECONFIG_PATH="${SIM_KUBECONFIG:-$ROOT/.cache/sim/kubeconfig}"
 mkdir -p "$(dirname "$KUBECONFIG_PATH")"
 exec "$PY" -m nemotron_sim --kubeconfig "$KUBECONFIG_PATH" "$@"

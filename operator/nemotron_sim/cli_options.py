@@ -10,6 +10,7 @@ from typing import Any
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
 from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubelet.images import parse_mapping
+from nemotron_sim.kubelet.real_engine import ENGINES, engine_mappings
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +44,16 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "nemotron-operator); repeatable",
     )  # fmt: skip
     parser.add_argument(
+        "--engine", choices=ENGINES, default="stand-in",
+        help="what a container of the vLLM image (vllm/vllm-openai) runs: the in-process "
+        "stand-in (default) or vllm, the real CPU build of vLLM (needs --vllm-python)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vllm-python", type=Path, default=None,
+        help="with --engine vllm: the Python of the CPU vLLM environment "
+        "(hack/build-vllm-cpu.sh --print-dir names its venv)",
+    )  # fmt: skip
+    parser.add_argument(
         "--crash-backoff-seconds", type=float, default=10.0,
         help="first restart back-off of a crashing container (kubelet: 10 s, doubling to 5 min)",
     )  # fmt: skip
@@ -67,17 +78,21 @@ def check_cluster_options(args: argparse.Namespace) -> None:
         parse_mapping(text, "--image")
     for text in args.command:
         parse_mapping(text, "--command")
+    engine_mappings(args.engine, args.vllm_python)
 
 
 def pod_options(args: argparse.Namespace) -> dict[str, Any]:
     """The cluster constructor's keyword arguments both clusters take."""
+    engine_images, engine_commands = engine_mappings(args.engine, args.vllm_python)
+    images = dict(parse_mapping(text, "--image") for text in args.image)
+    commands = dict(parse_mapping(text, "--command") for text in args.command)
     return {
         "system_nodes": args.system_nodes,
         "load_seconds": args.load_seconds,
         "init_seconds": args.init_seconds,
         "record_events": not args.no_events,
-        "images": dict(parse_mapping(text, "--image") for text in args.image),
-        "commands": dict(parse_mapping(text, "--command") for text in args.command),
+        "images": {**engine_images, **images},
+        "commands": {**engine_commands, **commands},
         "crash_backoff_seconds": args.crash_backoff_seconds,
         "crash_backoff_cap_seconds": max(300.0, args.crash_backoff_seconds),
         "probe_time_scale": args.probe_time_scale,

@@ -1,0 +1,87 @@
+"""`--engine vllm`: which program a vLLM container runs, and the container root it runs in."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nemotron_sim.checkpoints.placement import checkpoint_dir
+from nemotron_sim.kubelet.images import ImagePrograms
+from nemotron_sim.kubelet.real_engine import engine_mappings
+
+RENDERED = {"name": "vllm", "image": "vllm/vllm-openai:v0.31.0"}
+
+
+def test_the_stand_in_maps_nothing() -> None:
+    assert engine_mappings("stand-in", None) == ({}, {})
+
+
+def test_the_rendered_command_runs_unchanged_on_the_engine_python(tmp_path: Path) -> None:
+    python = tmp_path / "python"
+    python.write_text("")
+    images, commands = engine_mappings("vllm", python)
+    programs = ImagePrograms.with_defaults(images, commands)
+    assert programs.runs(RENDERED)
+    assert programs.runs({"image": "vllm/vllm-openai@sha256:ab"})
+    argv = programs.argv(RENDERED, ["vllm", "serve"], ["/models/m", "--port", "8000"])
+    launcher = [sys.executable, "-m", "nemotron_sim.kubelet.container_root"]
+    cli = [str(python), "-m", "vllm.entrypoints.cli.main"]
+    assert argv == [*launcher, *cli, "serve", "/models/m", "--port", "8000"]
+    # without a command: the image's entrypoint, `vllm serve`
+    assert programs.argv(RENDERED, [], ["/models/m"]) == [*launcher, *cli, "serve", "/models/m"]
+
+
+def test_engine_options_that_cannot_work_name_the_option(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"--vllm-python.*hack/build-vllm-cpu\.sh"):
+        engine_mappings("vllm", None)
+    with pytest.raises(ValueError, match=r"--vllm-python: .*does not exist"):
+        engine_mappings("vllm", tmp_path / "missing")
+    with pytest.raises(ValueError, match="--engine: 'sglang' is not one of stand-in, vllm"):
+        engine_mappings("sglang", None)
+
+
+def test_a_checkpoint_goes_where_the_deployment_names_it(tmp_path: Path) -> None:
+    deployment = {
+        "metadata": {"namespace": "ai"},
+        "spec": {"model": {"source": {"pvc": {"claimName": "w", "path": "/ck/step-1"}}}},
+    }
+    assert checkpoint_dir(deployment, tmp_path) == tmp_path / "ai" / "w" / "ck" / "step-1"
+    hub: dict[str, Any] = {"spec": {"model": {"source": {"huggingFace": {}}}}}
+    with pytest.raises(ValueError, match=r"spec\.model\.source\.pvc\.claimName"):
+        checkpoint_dir(hub, tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root (CI runs as root)")
+def test_volumes_appear_at_their_mount_paths_and_nothing_leaks_out(tmp_path: Path) -> None:
+    volume, scratch = tmp_path / "claim", tmp_path / "scratch"
+    volume.mkdir()
+    scratch.mkdir()
+    (volume / "config.json").write_text("{}")
+    mounts = {"/models": str(volume), "/tmp": str(scratch)}
+    env = {
+        "PATH": os.environ["PATH"],
+        "NEMOTRON_SIM_MOUNTS": json.dumps(mounts),
+        "NEMOTRON_SIM_POD_IP": "10.1.0.2",
+    }
+    script = (
+        "import os; print(sorted(os.listdir('/models')), os.listdir('/tmp'), "
+        "sorted(k for k in os.environ if k.startswith('NEMOTRON_SIM'))); "
+        "open('/tmp/written', 'w').write('x')"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "nemotron_sim.kubelet.container_root", sys.executable, "-c",
+         script],
+        env=env, cwd=work, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['config.json'] [] []"
+    assert (scratch / "written").read_text() == "x"  # /tmp was the emptyDir
+    assert not Path("/models").exists()  # the mount point exists only inside

@@ -24,10 +24,10 @@ def register(subparsers: SubParsers) -> None:
 def _run(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415
 
-    from nemotron_operator.controller.runtime.controller import (  # noqa: PLC0415
+    from nemotron_operator.controller.runtime.kopf_wiring import (  # noqa: PLC0415
         configure_logging,
-        run_operator,
     )
+    from nemotron_operator.controller.runtime.run import run_operator  # noqa: PLC0415
     from nemotron_operator.controller.settings import config_from_args  # noqa: PLC0415
 
     try:

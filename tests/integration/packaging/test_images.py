@@ -218,7 +218,7 @@ class Missing(importlib.abc.MetaPathFinder):
         return None
 sys.meta_path.insert(0, Missing())
 import nemotron_operator.cli, nemotron_operator.kube.config
-import nemotron_operator.controller.runtime.controller
+import nemotron_operator.controller.runtime.run
 import kubernetes.client, kubernetes.config
 print("imports ok")
 """

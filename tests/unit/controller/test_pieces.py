@@ -14,6 +14,7 @@ from nemotron_operator.api import Condition
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.reconcile.apply import APPLIED, contains, stamped, up_to_date
 from nemotron_operator.controller.reconcile.events import event_type, worth_an_event
+from nemotron_operator.controller.runtime import kopf_wiring
 from nemotron_operator.controller.runtime.health import HealthState
 from nemotron_operator.controller.settings import add_arguments, config_from_args
 from nemotron_operator.kube.errors import Action, ApiError, retry_delay
@@ -158,7 +159,12 @@ def test_events_for_warnings_ready_changes_and_recoveries_only() -> None:
 def test_health_fails_without_watch_streams_kopf_or_a_recent_resync() -> None:
     async def scenario() -> list[list[str]]:
         now = time.monotonic()
-        state = HealthState(stale_after=60.0, expected_watchers=1, started=now - 120.0)
+        state = HealthState(
+            stale_after=60.0,
+            expected_watchers=1,
+            started=now - 120.0,
+            watchers_running=kopf_wiring.running_watchers,
+        )
         state.last_resync = now
         results = [state.problems()]  # no watcher task at all
         watcher = asyncio.create_task(asyncio.Event().wait(), name="watcher for pods.v1@None")

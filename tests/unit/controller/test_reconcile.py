@@ -16,19 +16,26 @@ from typing import Any, cast
 import pytest
 
 from nemotron_operator.api import API_VERSION, KIND
+from nemotron_operator.controller.decide.rollout import Rollouts
+from nemotron_operator.controller.pods.adapters import AdapterSync
 from nemotron_operator.controller.pods.autoscaler import Autoscaler
 from nemotron_operator.controller.pods.scraper import Scraper
+from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.reconcile.finalizer import FINALIZER
+from nemotron_operator.controller.reconcile.parts import Parts
 from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.watch.child_cache import ChildCache
 from nemotron_operator.controller.watch.deployment_store import DeploymentStore
+from nemotron_operator.controller.watch.inventory import InventoryReader
+from nemotron_operator.controller.watch.served_kinds import ServedKinds
 from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     NEMOTRON_DEPLOYMENTS,
     NODE_POOLS,
     NODES,
+    OPTIONAL_RESOURCES,
     PODS,
     SERVICES,
     STATEFULSETS,
@@ -152,13 +159,21 @@ def world(
     client = cast(KubeClient, kube)
     queue = WorkQueue()
     autoscaler = Autoscaler(client, queue)
+    metrics = OperatorMetrics()
     reconciler = Reconciler(
         client,
         config,
         deployments=DeploymentStore(),
         cache=ChildCache(client, config.namespaces),  # never started: every read is a list
-        scraper=Scraper(config, queue, OperatorMetrics(), after_tick=autoscaler.tick),
-        autoscaler=autoscaler,
+        inventory=InventoryReader(client, ttl=5.0),  # never started: read by lists
+        discovery=ServedKinds(client, OPTIONAL_RESOURCES),
+        parts=Parts(
+            scraper=Scraper(config, queue, metrics, after_tick=autoscaler.tick),
+            autoscaler=autoscaler,
+            verifier=Verifier(client, metrics),
+            adapters=AdapterSync(queue),
+            rollouts=Rollouts(),
+        ),
     )
     return World(kube, reconciler)
 

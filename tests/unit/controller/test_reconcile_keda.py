@@ -77,7 +77,7 @@ async def test_the_built_in_autoscaler_writes_replicas_only_as_the_provider(
     w = world(crds=frozenset({SCALED_OBJECTS}))
     await created(w, autoscaling=spec, replicas=1)
     mark = len(w.kube.writes)
-    await w.reconciler.autoscaler.tick((NS, NAME), None)
+    await w.reconciler.parts.autoscaler.tick((NS, NAME), None)
     assert (SCALE in w.kube.written()[mark:]) is scaled
-    assert w.reconciler.autoscaler.scales((NS, NAME)) is scaled
+    assert w.reconciler.parts.autoscaler.scales((NS, NAME)) is scaled
     assert w.nd()["spec"]["replicas"] == (2 if scaled else 1)

@@ -38,7 +38,7 @@ async def test_a_passing_deadline_runs_the_skipped_reconcile_and_stalls_the_roll
     w = world()
     w.kube.put(NEMOTRON_DEPLOYMENTS, deployment(replicas=2, rollout=ROLLOUT))
     clock = [AT_CREATION]
-    w.reconciler.rollouts.clock = lambda: clock[0]
+    w.reconciler.parts.rollouts.clock = lambda: clock[0]
     await w.reconcile()
     sts = w.kube.stored(STATEFULSETS, NS, NAME)
     assert sts["spec"]["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "partition": 0}

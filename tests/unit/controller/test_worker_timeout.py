@@ -37,7 +37,6 @@ def bare_controller(reconciler: object) -> Any:
     controller.cache = SimpleNamespace(wait_synced=asyncio.Event().wait)  # never synced
     controller.health = HealthState(stale_after=60.0, expected_watchers=0)
     controller.series = SimpleNamespace(reconciled=lambda *_: None, forget=lambda *_: None)
-    controller.scraper = controller.autoscaler = SimpleNamespace(forget=lambda *_: None)
     controller.metrics = SimpleNamespace(reconcile_finished=lambda *_: None)
     return controller
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from nemotron_operator.controller.decide.download import gate, split_pods
-from nemotron_operator.controller.reconcile.apply import Live
 from nemotron_operator.kube.resources import JOBS, STATEFULSETS
 from nemotron_operator.render import names
 from nemotron_operator.status import StatusInputs, compute_status
@@ -97,20 +96,20 @@ def test_the_gate_holds_the_statefulsets_until_the_job_succeeded() -> None:
     (job,) = of_kind(desired, "Job")
     (sts,) = of_kind(desired, "StatefulSet")
     old = {**sts, "metadata": {**sts["metadata"], "name": "super-vl"}}
-    live = Live({(STATEFULSETS, "super-vl"): old})
+    live = {(STATEFULSETS, "super-vl"): old}
     held = gate(desired, live, [])
     assert of_kind(held.desired, "StatefulSet") == []
     assert of_kind(held.desired, "Job") == [job]
     assert held.keep == frozenset({(STATEFULSETS, "super-vl")})  # the old pods keep serving
     assert held.blocker is not None
     complete = live_job(job, conditions=[{"type": "Complete", "status": "True"}])
-    live.objects[(JOBS, job["metadata"]["name"])] = complete
+    live[(JOBS, job["metadata"]["name"])] = complete
     opened = gate(desired, live, [])
     assert opened.desired == desired
     assert opened.keep == frozenset()
     assert opened.blocker is None
     without_job = render({})
-    assert gate(without_job, Live(), []).desired == without_job
+    assert gate(without_job, {}, []).desired == without_job
 
 
 def test_download_pods_are_not_serving_pods() -> None:

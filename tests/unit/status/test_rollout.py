@@ -129,13 +129,13 @@ def test_a_stall_freezes_the_partition_at_the_lowest_updated_ordinal() -> None:
 
     waiting = hold(120)
     assert waiting.desired == desired
-    assert not rollouts.due(("ai", "nano"))  # the deadline is 60 s away
+    assert not rollouts.revision(("ai", "nano"))  # the deadline is 60 s away
     rollouts.clock = lambda: NOW + 61
-    assert rollouts.due(("ai", "nano"))  # the fingerprint changes: the reconcile runs
+    assert rollouts.revision(("ai", "nano"))  # the fingerprint changes: the reconcile runs
     stalled = hold(30)
     strategy = stalled.desired[0]["spec"]["updateStrategy"]
     assert strategy["rollingUpdate"] == {"maxUnavailable": 2, "partition": 2}
-    assert not rollouts.due(("ai", "nano"))
+    assert not rollouts.revision(("ai", "nano"))
 
 
 def test_multi_node_replicas_update_pairwise_within_max_unavailable_and_the_canary() -> None:

@@ -9,11 +9,10 @@ decided from the Job's status in the watch cache at every reconcile.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron_operator.controller.reconcile.apply import Live
 from nemotron_operator.kube.resources import JOBS, STATEFULSETS, Resource, resource_of
 from nemotron_operator.render import names as n
 from nemotron_operator.status.download import assess_download
@@ -40,14 +39,18 @@ def split_pods(
 
 
 def gate(
-    desired: list[dict[str, Any]], live: Live, download_pods: Sequence[dict[str, Any]]
+    desired: list[dict[str, Any]],
+    live: Mapping[tuple[Resource, str], dict[str, Any]],
+    download_pods: Sequence[dict[str, Any]],
 ) -> Gated:
+    """``desired`` without the StatefulSets while the download Job of ``desired`` has not
+    succeeded; ``live`` is the children found, by resource and name."""
     job = next((obj for obj in desired if resource_of(obj) == JOBS), None)
     if job is None:
         return Gated(desired, frozenset(), None)
-    state = assess_download(job, live.objects.get((JOBS, job["metadata"]["name"])), download_pods)
+    state = assess_download(job, live.get((JOBS, job["metadata"]["name"])), download_pods)
     if state.done:
         return Gated(desired, frozenset(), None)
     held = [obj for obj in desired if resource_of(obj) != STATEFULSETS]
-    keep = frozenset((STATEFULSETS, obj["metadata"]["name"]) for obj in live.of(STATEFULSETS))
+    keep = frozenset((res, name) for res, name in live if res == STATEFULSETS)
     return Gated(held, keep, state.blocker)

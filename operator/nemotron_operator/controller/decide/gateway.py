@@ -4,13 +4,11 @@ be: an endpoint picker without its InferencePool would only crash-loop looking f
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.controller.settings import OperatorConfig
-from nemotron_operator.kube import ApiError, KubeClient
-from nemotron_operator.kube.resources import GATEWAYS, HTTP_ROUTES, INFERENCE_POOLS, Resource
+from nemotron_operator.kube.resources import HTTP_ROUTES, INFERENCE_POOLS, Resource
 from nemotron_operator.render import names as n
 from nemotron_operator.status.compute import GATEWAY_CONDITION
 
@@ -25,11 +23,9 @@ __all__ = [
     "assess",
     "is_gateway_object",
     "reads_a_gateway",
-    "routed_endpoint",
     "with_picker_readiness",
     "without_gateway",
 ]
-logger = logging.getLogger(__name__)
 
 
 def assess(
@@ -113,27 +109,6 @@ def reads_a_gateway(raw: dict[str, Any], config: OperatorConfig) -> bool:
     follows: such a reconcile is never skipped as unchanged (controller/reconcile/unchanged.py)."""
     spec = (raw.get("spec") or {}).get("gateway") or {}
     return config.inference_gateway and bool(spec.get("enabled")) and "httpRoute" in spec
-
-
-async def routed_endpoint(
-    kube: KubeClient, deployment: NemotronDeployment, namespace: str
-) -> str | None:
-    """The OpenAI base URL through the first Gateway the HTTPRoute attaches to: its first
-    address and the listener's port (``sectionName``'s, else the first HTTP(S) listener's).
-    None while the Gateway has no address, or cannot be read (not there, no Gateway CRD, or no
-    permission to read it in that namespace): status.endpoint then stays the Service."""
-    route = deployment.spec.gateway.http_route
-    if route is None:
-        return None
-    ref = route.parent_refs[0]
-    try:
-        found = await kube.get(GATEWAYS, ref.namespace or namespace, ref.name)
-    except ApiError as exc:
-        if exc.status != 403:
-            raise
-        logger.debug("cannot read Gateway %s: %s", ref.name, exc)
-        return None
-    return gateway_url(found, ref.section_name) if found else None
 
 
 def gateway_url(gateway: dict[str, Any], section_name: str | None) -> str | None:

@@ -56,9 +56,9 @@ class Rollouts:
         self.clock = clock
         self._deadlines: dict[Key, float] = {}
 
-    def due(self, key: Key) -> bool:
-        """Whether a new pod's progress deadline has passed since the last reconcile (for the
-        reconcile's fingerprint)."""
+    def revision(self, key: Key) -> bool:
+        """Whether a new pod's progress deadline has passed since the last reconcile
+        (``DeploymentPart``: the reconcile's fingerprint)."""
         deadline = self._deadlines.get(key)
         return deadline is not None and self.clock() >= deadline
 

@@ -75,8 +75,8 @@ class Autoscaler:
         view = self._views.get(key)
         return view is not None and view.autoscaling is not None
 
-    def problem(self, key: Key) -> str | None:
-        """The capacity problem status shows for ``key`` (for the reconcile's fingerprint)."""
+    def revision(self, key: Key) -> str | None:
+        """The capacity problem status shows for ``key`` (``DeploymentPart``: the fingerprint)."""
         return self._problems.get(key)
 
     def forget(self, key: Key) -> None:

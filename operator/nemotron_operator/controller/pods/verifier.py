@@ -114,8 +114,8 @@ class Verifier:
             del failed[pk]
         return v.verified_condition(pods, enabled=enabled)
 
-    def due(self, key: Key) -> tuple[PodKey, ...]:
-        """The failed pods whose back-off has passed (for the reconcile's fingerprint: a
+    def revision(self, key: Key) -> tuple[PodKey, ...]:
+        """The failed pods whose back-off has passed (``DeploymentPart``, the fingerprint: a
         reconcile skipped on unchanged inputs must still start their next check)."""
         now = self.clock()
         return tuple(sorted(pk for pk, (_, at) in self._failed.get(key, {}).items() if now >= at))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,14 +20,14 @@ from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller.decide import desired, download, gateway, keda
 from nemotron_operator.controller.decide.desired import Planned
-from nemotron_operator.controller.decide.rollout import Held, Rollouts
-from nemotron_operator.controller.pods.adapters import AdapterSync
-from nemotron_operator.controller.pods.autoscaler import Autoscaler, AutoscaleView
-from nemotron_operator.controller.pods.scraper import Scraper
-from nemotron_operator.controller.pods.verifier import Verifier
+from nemotron_operator.controller.decide.rollout import Held
+from nemotron_operator.controller.pods.autoscaler import AutoscaleView
+from nemotron_operator.controller.queue import Key
 from nemotron_operator.controller.reconcile import apply, finalizer
+from nemotron_operator.controller.reconcile.endpoint import routed_endpoint
 from nemotron_operator.controller.reconcile.events import post_events
 from nemotron_operator.controller.reconcile.outcome import Outcome, ReadState
+from nemotron_operator.controller.reconcile.parts import Parts
 from nemotron_operator.controller.reconcile.unchanged import Fingerprint, LastInputs, fingerprint
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.watch.deployment_store import DeploymentStore
@@ -38,7 +37,6 @@ from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     DEPLOYMENTS,
     NODE_POOLS,
-    OPTIONAL_RESOURCES,
     PODS,
     STATEFULSETS,
     Resource,
@@ -70,24 +68,25 @@ class Reconciler:
         *,
         deployments: DeploymentStore,
         cache: apply.Cache,
-        scraper: Scraper,
-        autoscaler: Autoscaler,
-        verifier: Verifier | None = None,
+        inventory: InventoryReader,
+        discovery: ServedKinds,
+        parts: Parts,
     ) -> None:
         self.kube = kube
         self.config = config
-        self.deployments = deployments  # kopf's watch: the objects without a request
-        self.cache = cache  # the watch cache: children and pods without a request
-        self.scraper = scraper
-        self.autoscaler = autoscaler
-        # The behavioural check before a pod takes traffic (its readiness gate).
-        self.verifier = verifier or Verifier(kube, scraper.metrics)
-        self.adapters = AdapterSync(scraper.queue)  # LoRA adapters loaded at run time
-        ttl = min(5.0, config.resync_seconds / 2)
-        self.inventory = InventoryReader(kube, ttl=ttl, dra=config.dra)
-        self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
+        # Every read is served by a watch the Controller runs: kopf's of the objects, the
+        # watch cache's of children and pods, the GPU inventory's, the served kinds'.
+        self.deployments = deployments
+        self.cache = cache
+        self.inventory = inventory
+        self.discovery = discovery
+        self.parts = parts  # beside the reconcile, per deployment (controller/part.py)
         self.last_inputs = LastInputs()
-        self.rollouts = Rollouts()  # spec.rollout: its progress deadlines
+
+    def forget(self, key: Key) -> None:
+        """``key`` is gone: every part and the fingerprint forget it."""
+        self.last_inputs.forget(key)
+        self.parts.forget(key)
 
     async def served(self) -> frozenset[Resource]:
         """Child kinds the cluster serves (discovery.served_children)."""
@@ -100,10 +99,7 @@ class Reconciler:
         key = (namespace, name)
         raw = await self.deployments.read(self.kube, namespace, name)
         if raw is None:
-            self.last_inputs.forget(key)
-            self.verifier.forget(key)
-            self.adapters.forget(key)
-            self.rollouts.forget(key)
+            self.forget(key)
             return Outcome("gone")
         if (raw.get("metadata") or {}).get("deletionTimestamp"):
             self.last_inputs.forget(key)
@@ -127,8 +123,7 @@ class Reconciler:
         # What the scraper, the autoscaler, the behavioural check and the adapter sync add to
         # status; a failed pod or adapter load whose back-off has passed is tried again; a
         # rollout whose progress deadline passed is judged.
-        beside: tuple[Hashable, ...] = (self.scraper.revision(key), self.autoscaler.problem(key))
-        beside += (self.verifier.due(key), self.adapters.revision(key), self.rollouts.due(key))
+        beside = self.parts.revisions(key)
         return fingerprint(raw, served, self.cache, self.inventory.generation, beside)
 
     async def _read(self, raw: dict[str, Any]) -> ReadState:
@@ -195,7 +190,7 @@ class Reconciler:
         if read.planned is not None:
             held = self._rollout(read, live, pods)
             # A shared cache: the serving pods wait for the download Job (decide/download.py).
-            waiting = download.gate(held.desired, live, download_pods)
+            waiting = download.gate(held.desired, live.objects, download_pods)
             desired = waiting.desired
             if gateway_state is not None and gateway_state[0] != "True":
                 desired = gateway.without_gateway(desired)
@@ -215,7 +210,7 @@ class Reconciler:
         inputs = dataclasses.replace(inputs, rollout=held.state, download=waiting.blocker)
         routed = None
         if gateway_state is not None and gateway_state[0] == "True" and read.deployment:
-            routed = await gateway.routed_endpoint(self.kube, read.deployment, names.namespace)
+            routed = await routed_endpoint(self.kube, read.deployment, names.namespace)
         picker = live.objects.get((DEPLOYMENTS, names.endpoint_picker))
         inputs = dataclasses.replace(
             inputs,
@@ -260,7 +255,7 @@ class Reconciler:
         if read.planned is None or read.deployment is None:
             return Held([], frozenset(), None)
         plan = read.planned.result.plan
-        return self.rollouts.hold(
+        return self.parts.rollouts.hold(
             read.key,
             read.deployment.spec.rollout,
             read.planned.desired,
@@ -312,8 +307,8 @@ class Reconciler:
                 }
             )
         spec_replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
-        scraped = await self.scraper.seen(read.key, plan, pods, read.previous)
-        autoscale_problem = self.autoscaler.seen(
+        scraped = await self.parts.scraper.seen(read.key, plan, pods, read.previous)
+        autoscale_problem = self.parts.autoscaler.seen(
             read.key,
             AutoscaleView(
                 owner={k: raw["metadata"].get(k) for k in _EVENT_OWNER_FIELDS},
@@ -325,8 +320,8 @@ class Reconciler:
             ),
         )
         accurate = scraped.plan_accurate
-        verified = await self.verifier.seen(read.key, deployment, read.planned, pods)
-        adapters = await self.adapters.seen(read.key, deployment, pods)
+        verified = await self.parts.verifier.seen(read.key, deployment, read.planned, pods)
+        adapters = await self.parts.adapters.seen(read.key, deployment, pods)
         return StatusInputs(
             generation=raw["metadata"].get("generation"),
             replicas=plan.replicas if plan is not None else spec_replicas,

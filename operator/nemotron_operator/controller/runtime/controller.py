@@ -1,5 +1,7 @@
-"""``run_operator``: kopf's watches, the work queue and its workers, the resync timer, the Lease,
-and the health/metrics server, in one event loop.
+"""``Controller``: builds every part of the operator complete — the work queue, the watches, the
+parts beside the reconcile (``controller/part.py``), the ``Reconciler``, the Lease and the health
+state — and runs the workers, the resync timer and the watch cache's discovery loop
+(``runtime/run.py`` starts them with kopf and the health/metrics server).
 
 Each NemotronDeployment is reconciled (``Reconciler.reconcile``) when it or one of its children
 changes, every ``resync_seconds`` (the timer, from the watches: a reconcile whose inputs did not
@@ -16,25 +18,27 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 
-import kopf
 from prometheus_client import REGISTRY
 
-from nemotron_operator import __version__
+from nemotron_operator.controller.decide.rollout import Rollouts
+from nemotron_operator.controller.pods.adapters import AdapterSync
 from nemotron_operator.controller.pods.autoscaler import Autoscaler
 from nemotron_operator.controller.pods.scraper import Scraper
+from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.controller.queue import Key, WorkQueue
+from nemotron_operator.controller.reconcile.parts import Parts
 from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
-from nemotron_operator.controller.runtime import shutdown
-from nemotron_operator.controller.runtime.health import HealthState, start_servers
-from nemotron_operator.controller.runtime.kopf_wiring import WATCHED, build_registry
+from nemotron_operator.controller.runtime.health import HealthState
+from nemotron_operator.controller.runtime.kopf_wiring import WATCHED, running_watchers
 from nemotron_operator.controller.runtime.lease import LeaseGuard
-from nemotron_operator.controller.runtime.metrics_auth import MetricsGuard
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.watch.child_cache import ChildCache
 from nemotron_operator.controller.watch.deployment_store import DeploymentStore
-from nemotron_operator.kube import Action, ApiError, KubeClient, load_connection, retry_delay
+from nemotron_operator.controller.watch.inventory import InventoryReader
+from nemotron_operator.controller.watch.served_kinds import ServedKinds
+from nemotron_operator.kube import Action, ApiError, KubeClient, retry_delay
+from nemotron_operator.kube.resources import OPTIONAL_RESOURCES
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.deployment_series import DeploymentSeries
 
@@ -58,29 +62,43 @@ class Controller:
             enqueue=self.queue.add,
             on_restart=self.metrics.watch_restarted,
         )
-        self.autoscaler = Autoscaler(kube, self.queue)
-        self.scraper = Scraper(
+        # The watches every reconcile reads, and the parts beside it (controller/part.py).
+        self.inventory = InventoryReader(
+            kube, ttl=min(5.0, config.resync_seconds / 2), dra=config.dra
+        )
+        self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
+        for watch in self.inventory.follow():
+            watch.on_restart = self.metrics.watch_restarted
+        autoscaler = Autoscaler(kube, self.queue)
+        scraper = Scraper(
             config,
             self.queue,
             self.metrics,
-            after_tick=self.autoscaler.tick,
-            keeps_pace=self.autoscaler.scales,
+            after_tick=autoscaler.tick,
+            keeps_pace=autoscaler.scales,
+        )
+        self.parts = Parts(
+            scraper=scraper,
+            autoscaler=autoscaler,
+            verifier=Verifier(kube, self.metrics),
+            adapters=AdapterSync(self.queue),
+            rollouts=Rollouts(),
         )
         self.reconciler = Reconciler(
             kube,
             config,
             deployments=self.deployments,
             cache=self.cache,
-            scraper=self.scraper,
-            autoscaler=self.autoscaler,
+            inventory=self.inventory,
+            discovery=self.discovery,
+            parts=self.parts,
         )
-        for watch in self.reconciler.inventory.follow():
-            watch.on_restart = self.metrics.watch_restarted
         kube.on_response = self.metrics.api_request
         namespaces = len(config.namespaces) or 1
         self.health = HealthState(
             stale_after=config.liveness_stale_after,
             expected_watchers=len(WATCHED) * namespaces,
+            watchers_running=running_watchers,
             more_problems=self._watch_problems,
             waiting_since=self.queue.oldest_due,
         )
@@ -105,7 +123,7 @@ class Controller:
     def _watch_problems(self) -> list[str]:
         stale = self.config.liveness_stale_after
         problems = self.cache.problems(stale)
-        for watch in self.reconciler.inventory.watches:
+        for watch in self.inventory.watches:
             if watch.failing_for() > stale and not watch.forbidden:
                 problems.append(
                     f"the watch of {watch.resource.plural} has failed for "
@@ -130,7 +148,7 @@ class Controller:
         """Start the watch cache for every served child kind, and again whenever an optional
         CRD (PodMonitor, NodePool) is installed or removed: as its watch reports it, or at the
         next discovery while the CRD watches have not listed."""
-        discovery = self.reconciler.discovery
+        discovery = self.discovery
         while True:
             try:
                 discovery.changed.clear()
@@ -148,7 +166,7 @@ class Controller:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CACHE_SYNC_WAIT_SECONDS):
                 await self.cache.wait_synced()
-                for watch in self.reconciler.inventory.watches:
+                for watch in self.inventory.watches:
                     await watch.synced.wait()
         while True:
             await self._wait_leading()
@@ -200,10 +218,8 @@ class Controller:
             self.series.reconciled(key, outcome.status, outcome.created, outcome.startup)
 
     def _forget(self, key: Key) -> None:
-        self.scraper.forget(key)
-        self.autoscaler.forget(key)
+        self.reconciler.forget(key)  # every part
         self.series.forget(key)
-        self.reconciler.last_inputs.forget(key)
 
     def _retry(self, key: Key, exc: ApiError) -> None:
         if exc.action is Action.GONE:
@@ -227,7 +243,7 @@ class Controller:
         self.queue.retry(key, delay)
 
     def inventory_invalidate(self) -> None:
-        self.reconciler.inventory.invalidate()
+        self.inventory.invalidate()
 
     @staticmethod
     def _log(key: Key, outcome: Outcome) -> None:
@@ -246,121 +262,3 @@ class Controller:
             "written" if outcome.status_written else "unchanged",
             phase,
         )
-
-
-def configure_logging(config: OperatorConfig) -> None:
-    log_format = kopf.LogFormat.JSON if config.log_format == "json" else kopf.LogFormat.FULL
-    kopf.configure(debug=config.log_level == "DEBUG", log_format=log_format)
-    logging.getLogger().setLevel(config.log_level)
-    # aiohttp's access log would print every probe; kopf logs each on.event call at INFO
-    # ("Handler ... succeeded"), one line per watch event: keep those for DEBUG.
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
-    if config.log_level != "DEBUG":
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-
-
-async def run_operator(config: OperatorConfig) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or until kopf stops on its own (exit 1). The stop is
-    bounded in time and releases the Lease (``controller/runtime/shutdown.py`` says why and how)."""
-    stop_requested = asyncio.Event()
-    shutdown.handle_signals(stop_requested)
-    connection = load_connection(config.kubeconfig)
-    agent = f"nemotron-operator/{__version__} ({config.identity})"
-    async with KubeClient(connection, user_agent=agent) as kube:
-        controller = Controller(config, kube)
-        registry = build_registry(config, connection, controller.queue, controller.deployments)
-        runner, _, _ = await start_servers(
-            controller.health,
-            host=config.bind_address,
-            health_port=config.health_port,
-            metrics_port=config.metrics_port,
-            guard=MetricsGuard.for_cluster(kube) if config.metrics_auth else None,
-        )
-        kopf_stop, kopf_ready = asyncio.Event(), asyncio.Event()
-        kopf_identity: Any = config.identity  # kopf's Identity: a str NewType it does not export
-        kopf_task = asyncio.create_task(
-            kopf.operator(
-                registry=registry,
-                standalone=True,
-                clusterwide=not config.namespaces,
-                namespaces=list(config.namespaces),
-                stop_flag=kopf_stop,
-                ready_flag=kopf_ready,
-                # Without an identity kopf asks getpass.getuser(), which raises KeyError for a
-                # UID with no passwd entry: the chart's 65532 on any image without one
-                # (detect_own_id in kopf/_core/engines/peering.py). Ours is the pod's name.
-                identity=kopf_identity,
-            ),
-            name="kopf",
-        )
-        controller.health.kopf_running = lambda: not kopf_task.done()
-        tasks = [
-            asyncio.create_task(controller.resync(), name="resync"),
-            asyncio.create_task(controller.follow_children(), name="child-cache"),
-            *(
-                asyncio.create_task(watch.run(), name=f"inventory {watch.resource.plural}")
-                for watch in controller.reconciler.inventory.watches
-            ),
-            *(
-                asyncio.create_task(watch.run(), name=f"crd {resource.plural}")
-                for resource, watch in controller.reconciler.discovery.watches.items()
-            ),
-        ]
-        tasks += [
-            asyncio.create_task(controller.worker(), name=f"worker-{i}")
-            for i in range(config.workers)
-        ]
-        if controller.lease is not None:
-            tasks.append(asyncio.create_task(controller.lease.run(), name="lease"))
-        tasks.append(asyncio.create_task(controller.scraper.run(), name="scraping"))
-        tasks.append(
-            asyncio.create_task(
-                shutdown.reclaim_signals_when(kopf_ready, stop_requested), name="signals"
-            )
-        )
-        logger.info(
-            "nemotron-operator running: namespaces %s, resync every %.0f s, %s",
-            ",".join(config.namespaces) or "all",
-            config.resync_seconds,
-            "standalone" if controller.lease is None else f"Lease {config.lease_name}",
-        )
-        requested = asyncio.create_task(stop_requested.wait(), name="stop-requested")
-        failed = await shutdown.first_failure(tasks, until={kopf_task, requested})
-        requested.cancel()
-        if failed is not None:
-            # A worker, the resync or a watch died: without it the operator would sit idle with
-            # work queued and /healthz green. Stop, and let Kubernetes restart the pod.
-            logger.error(
-                "task %s failed; stopping (exit 1) so that the operator restarts",
-                failed.get_name(),
-                exc_info=failed.exception(),
-            )
-            code = 1
-        else:
-            code = 0 if stop_requested.is_set() else _kopf_outcome(kopf_task)
-        # Stop taking work first, then hand the Lease over, then let kopf close its watches.
-        await shutdown.stop_tasks(tasks, shutdown.TASKS_SECONDS)
-        await shutdown.bounded(controller.cache.stop(), shutdown.TASKS_SECONDS, "closing watches")
-        if controller.lease is not None:
-            await shutdown.bounded(
-                controller.lease.release(), shutdown.RELEASE_SECONDS, "releasing the Lease"
-            )
-        await shutdown.bounded(runner.cleanup(), shutdown.SERVER_SECONDS, "stopping the server")
-        kopf_stop.set()
-        if not await shutdown.stop_kopf(kopf_task, shutdown.KOPF_SECONDS):
-            code = code or 1
-        logger.info("nemotron-operator stopped (exit %d)", code)
-        return code
-
-
-def _kopf_outcome(kopf_task: asyncio.Task[None]) -> int:
-    """kopf stopped without our asking: 1 (and why), or 0 if a signal reached kopf's handler
-    before we had taken it back (kopf returns normally then)."""
-    if kopf_task.cancelled():
-        logger.error("kopf stopped: cancelled")
-        return 1
-    error = kopf_task.exception()
-    if error is None:
-        return 0
-    logger.error("kopf stopped", exc_info=error)
-    return 1

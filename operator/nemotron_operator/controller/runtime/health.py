@@ -10,7 +10,6 @@ stuck). A standby replica (not holding the Lease) still runs its timer, so it st
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -22,7 +21,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from nemotron_operator.controller.runtime.metrics_auth import MetricsGuard
 
 logger = logging.getLogger(__name__)
-WATCHER_TASK_PREFIX = "watcher for "  # kopf names its watch tasks so (_core/reactor/orchestration)
 
 
 @dataclass
@@ -32,6 +30,7 @@ class HealthState:
     started: float = field(default_factory=time.monotonic)
     last_resync: float | None = None
     kopf_running: Callable[[], bool] = lambda: True
+    watchers_running: Callable[[], int] = lambda: 0  # kopf's watch streams (kopf_wiring.py)
     more_problems: Callable[[], list[str]] = list  # the watch cache's (stopped or failing)
     # When the longest-waiting due key of the work queue became due (None: nothing waits).
     waiting_since: Callable[[], float | None] = lambda: None
@@ -47,11 +46,7 @@ class HealthState:
         out = []
         if not self.kopf_running():
             out.append("kopf has stopped")
-        watchers = sum(
-            1
-            for t in asyncio.all_tasks()
-            if t.get_name().startswith(WATCHER_TASK_PREFIX) and not t.done()
-        )
+        watchers = self.watchers_running()
         # Watchers start after kopf's start-up; give them the staleness window to appear.
         started_long_ago = time.monotonic() - self.started > min(self.stale_after, 30.0)
         if watchers < self.expected_watchers and started_long_ago:

@@ -16,6 +16,7 @@ CPU per event than that cache (``hack/bench-runtime.py``; docs/controller.md has
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Iterable, Iterator
@@ -31,6 +32,8 @@ from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS
 from nemotron_operator.render import names as n
 
 WATCHED = (NEMOTRON_DEPLOYMENTS,)  # by kopf; the children by the watch cache
+WATCHER_TASK_PREFIX = "watcher for "  # kopf names its watch tasks so (_core/reactor/orchestration)
+logger = logging.getLogger("nemotron_operator")
 
 
 class EndlessBackoffs:
@@ -103,3 +106,63 @@ def build_registry(
         queue.add((str(kwargs["namespace"]), str(kwargs["name"])))
 
     return registry
+
+
+def configure_logging(config: OperatorConfig) -> None:
+    log_format = kopf.LogFormat.JSON if config.log_format == "json" else kopf.LogFormat.FULL
+    kopf.configure(debug=config.log_level == "DEBUG", log_format=log_format)
+    logging.getLogger().setLevel(config.log_level)
+    # aiohttp's access log would print every probe; kopf logs each on.event call at INFO
+    # ("Handler ... succeeded"), one line per watch event: keep those for DEBUG.
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    if config.log_level != "DEBUG":
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+
+
+def start(
+    registry: kopf.OperatorRegistry,
+    config: OperatorConfig,
+    *,
+    stop_flag: asyncio.Event,
+    ready_flag: asyncio.Event,
+) -> asyncio.Task[None]:
+    """kopf's operator loop as a task: it sets ``ready_flag`` once started (it has installed its
+    signal handlers by then) and stops when ``stop_flag`` is set."""
+    identity: Any = config.identity  # kopf's Identity: a str NewType it does not export
+    return asyncio.create_task(
+        kopf.operator(
+            registry=registry,
+            standalone=True,
+            clusterwide=not config.namespaces,
+            namespaces=list(config.namespaces),
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+            # Without an identity kopf asks getpass.getuser(), which raises KeyError for a
+            # UID with no passwd entry: the chart's 65532 on any image without one
+            # (detect_own_id in kopf/_core/engines/peering.py). Ours is the pod's name.
+            identity=identity,
+        ),
+        name="kopf",
+    )
+
+
+def running_watchers() -> int:
+    """kopf's watch streams still running (for ``/healthz``: kopf does not report a dead one)."""
+    return sum(
+        1
+        for t in asyncio.all_tasks()
+        if t.get_name().startswith(WATCHER_TASK_PREFIX) and not t.done()
+    )
+
+
+def outcome(kopf_task: asyncio.Task[None]) -> int:
+    """kopf stopped without our asking: 1 (and why), or 0 if a signal reached kopf's handler
+    before we had taken it back (kopf returns normally then)."""
+    if kopf_task.cancelled():
+        logger.error("kopf stopped: cancelled")
+        return 1
+    error = kopf_task.exception()
+    if error is None:
+        return 0
+    logger.error("kopf stopped", exc_info=error)
+    return 1

@@ -7,6 +7,8 @@ cd "$ROOT"
 # The real control plane the simulated cluster runs on (kube-apiserver, etcd, ...): built from
 # Go modules on the first run (8-9 minutes on 2 cores), a no-op afterwards.
 "$ROOT/hack/build-controlplane.sh"
+# Karpenter with its kwok cloud provider (the GPU node pool tests): ~150 s of CPU the first time.
+"$ROOT/hack/build-karpenter.sh"
 "$ROOT/hack/lint.sh"
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass.
 pytest "$@"

@@ -66,8 +66,11 @@ async def serve(args: argparse.Namespace) -> None:
         _say("  simulated: GPU nodes, kubelets (containers as local processes), vLLM, kube-proxy")
         _say(f"  API server: {plane.api_url}  (inside this cluster's network namespace)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")
-        _say(f"  nodes:      {groups}" + (f" + {args.system_nodes} system node(s)"
+        _say(f"  nodes:      {groups or 'no GPU node'}" + (f" + {args.system_nodes} system node(s)"
                                            if args.system_nodes else ""))  # fmt: skip
+        if cluster.karpenter is not None:
+            _say(f"  Karpenter:  {cluster.karpenter.build.version} (kwok provider; NodePools name "
+                 "nodeClassRef karpenter.kwok.sh/KWOKNodeClass 'default')")  # fmt: skip
         steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in cluster.timings.items())
         _say(f"  started in {cluster.started_seconds:.1f} s: {steps}")
         _say(f"  audit log:  {plane.audit_log}")

@@ -9,6 +9,7 @@ from typing import Any
 
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
 from nemotron_sim.controlplane.flags import Settings
+from nemotron_sim.karpenter.running import KarpenterOptions
 from nemotron_sim.kubelet.images import parse_mapping
 from nemotron_sim.kubelet.real_engine import ENGINES, engine_mappings
 
@@ -17,7 +18,18 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes", default=DEFAULT_NODES,
         help="GPU nodes as PRODUCT:GPUSxNODES[:dra][,...]; :dra publishes their GPUs as DRA "
-        "ResourceSlices (driver gpu.nvidia.com) instead of nvidia.com/gpu (default: %(default)s)",
+        "ResourceSlices (driver gpu.nvidia.com) instead of nvidia.com/gpu; 'none' for no GPU "
+        "node (with --karpenter: Karpenter launches them) (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--karpenter", action="store_true",
+        help="run Karpenter (kwok provider, built by hack/build-karpenter.sh) with its CRDs and "
+        "the KWOKNodeClass 'default'; the nodes it launches become simulated GPU nodes",
+    )  # fmt: skip
+    parser.add_argument(
+        "--karpenter-boot-seconds", type=float, default=0.0,
+        help="how long a node Karpenter launches takes to appear (its KWOKNodeClass's "
+        "nodeRegistrationDelay; a cloud GPU instance takes minutes)",
     )  # fmt: skip
     parser.add_argument("--kubeconfig", required=True, type=Path, help="where to write it")
     parser.add_argument(
@@ -97,4 +109,9 @@ def pod_options(args: argparse.Namespace) -> dict[str, Any]:
         "crash_backoff_cap_seconds": max(300.0, args.crash_backoff_seconds),
         "probe_time_scale": args.probe_time_scale,
         "control_plane": Settings(controller_qps=args.controller_qps),
+        "karpenter": (
+            KarpenterOptions(registration_delay=f"{round(args.karpenter_boot_seconds)}s")
+            if args.karpenter
+            else None
+        ),
     }

@@ -50,6 +50,7 @@ from nemotron_sim.controlplane.network import (
     node_cidr_mask_size,
 )
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
+from nemotron_sim.karpenter.running import Karpenter, KarpenterOptions
 from nemotron_sim.kubeapi.client import KubeApi
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
@@ -100,9 +101,11 @@ class KubeCluster:
         control_plane: flags.Settings | None = None,
         renew_seconds: float = 2.0,
         crds: Sequence[Path] = (),
+        karpenter: KarpenterOptions | None = None,
     ) -> None:
         """``crds``: CRD files installed before kube-controller-manager starts (its garbage
-        collector finds their types at once instead of at its next 30 s discovery)."""
+        collector finds their types at once instead of at its next 30 s discovery).
+        ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes."""
         self._tempdir = (
             tempfile.TemporaryDirectory(prefix="nemotron-sim-") if workdir is None else None
         )
@@ -136,6 +139,10 @@ class KubeCluster:
         # The same admin, through the fault proxy (what the operator under test is given).
         self.proxy_kubeconfig = self.kubeconfig.with_name(self.kubeconfig.name + "-via-proxy")
         self.extra_crds = list(crds)
+        self.karpenter = Karpenter(self.workdir / "karpenter", karpenter) if karpenter else None
+        self._ordinals = iter(range(MAX_NODES))  # the nodes' InternalIPs, in order
+        self._node_ips: dict[str, str] = {}  # what the kubelet serves (Karpenter's nodes join)
+        self._pod_pools: dict[str, CidrPool] = {}
         self.proxy: FaultProxy | None = None
         self.api: KubeApi | None = None
         self.mirror: Mirror | None = None
@@ -144,6 +151,7 @@ class KubeCluster:
         self.kubelet_api: KubeletApi | None = None
         self.proxies: ServiceProxies | None = None
         self.started_seconds = 0.0
+        self._serving: set[asyncio.Task[None]] = set()
         self.timings: dict[str, float] = {}  # seconds each start-up step took
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -177,6 +185,8 @@ class KubeCluster:
             self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
             await install_crds(self.api, [crd_dir(), *self.extra_crds])
             await create_storage_class(self.api)
+            if self.karpenter is not None:
+                await self.karpenter.install(self.api)
 
         await plane.start(before_controllers)
         lap("control plane, CRDs and StorageClass")
@@ -206,9 +216,14 @@ class KubeCluster:
         lap("kubelets, kubelet API, service proxy, provisioner")
         await self._start_fault_proxy()
         lap("fault proxy")
+        if self.karpenter is not None:
+            await self.karpenter.start(self)
+            lap("Karpenter")
         self.started_seconds = loop.time() - began
 
     async def stop(self) -> None:
+        if self.karpenter is not None:
+            self.karpenter.stop()
         for step in (
             self.proxy.stop if self.proxy else None,
             self.kubelet.stop if self.kubelet else None,
@@ -234,12 +249,10 @@ class KubeCluster:
     # --- parts --------------------------------------------------------------------------------
 
     def _node_objects(self) -> list[dict[str, Any]]:
-        plan = self.control_plane.plan
-        ordinals = iter(range(MAX_NODES))
-        version = f"{recipe_versions().kubernetes}-sim"  # a simulated kubelet at that version
-        nodes = build_nodes(self.groups, gpu_facts, lambda: plan.node_ip(next(ordinals)), version)
+        version = self.kubelet_version
+        nodes = build_nodes(self.groups, gpu_facts, self.next_node_ip, version)
         nodes += [
-            build_system_node(i, plan.node_ip(next(ordinals)), version)
+            build_system_node(i, self.next_node_ip(), version)
             for i in range(self.node_options.system_nodes)
         ]
         now = rfc3339()
@@ -249,12 +262,36 @@ class KubeCluster:
             status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": KUBELET_PORT}}
         return nodes
 
+    @property
+    def kubelet_version(self) -> str:
+        return f"{recipe_versions().kubernetes}-sim"  # a simulated kubelet at that version
+
+    def next_node_ip(self) -> str:
+        return self.control_plane.plan.node_ip(next(self._ordinals))
+
+    def attach_node(self, name: str, address: str, pod_cidr: str) -> None:
+        """A node that joined after the start (Karpenter's): the kubelet runs its pods."""
+        assert self.kubelet_api is not None
+        self._pod_pools[name] = CidrPool(pod_cidr)
+        self._node_ips[name] = address
+        task = asyncio.create_task(self.kubelet_api.serve(name, address))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
+        for listener in self.nodes.on_resume if self.nodes else ():
+            listener(name)  # pods already bound to it
+
+    def detach_node(self, name: str) -> None:
+        self._node_ips.pop(name, None)
+
     async def _start_kubelets(self, node_ips: dict[str, str]) -> None:
         assert self.mirror is not None
         assert self.nodes is not None
         assert self.api is not None
         agent, mirror, api = self.nodes, self.mirror, self.api
-        pools = {name: CidrPool(agent.pod_cidr(name) or "") for name in node_ips}
+        self._node_ips.update(node_ips)
+        node_ips = self._node_ips
+        pools = self._pod_pools
+        pools.update({name: CidrPool(agent.pod_cidr(name) or "") for name in node_ips})
         plane = self.control_plane
         service_url = f"https://{plane.plan.kubernetes_service_ip}:443"
         ca = plane.ca_pem

@@ -1,6 +1,7 @@
 """Simulated GPU nodes from a compact description such as ``NVIDIA-H200:8x2,NVIDIA-B200:8x1``.
 
-Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eight H200 each.
+Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eight H200 each;
+``none`` is no GPU node.
 Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
 ``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
 have (GKE adds exactly this taint to GPU node pools).
@@ -74,8 +75,10 @@ def gpu_facts(product: str) -> GpuFacts:
 
 def parse_node_spec(text: str) -> list[NodeGroup]:
     """Parse ``PRODUCT:GPUSxNODES[:dra][,...]``; the same product may not appear twice with
-    the same kind of allocation."""
+    the same kind of allocation; ``none``: no GPU node at all (Karpenter may launch them)."""
     groups: list[NodeGroup] = []
+    if text.strip().lower() == "none":
+        return groups
     for raw in text.split(","):
         entry = raw.strip()
         match = _ENTRY.match(entry)
@@ -101,6 +104,29 @@ def node_name(product: str, index: int, *, dra: bool = False) -> str:
     return f"sim-{short}-dra-{index}" if dra else f"sim-{short}-{index}"
 
 
+def instance_type_name(product: str, gpus: int) -> str:
+    """The ``node.kubernetes.io/instance-type`` of a simulated node (and of the Karpenter
+    instance type with the same GPUs: nemotron_sim.karpenter.catalog)."""
+    return f"sim-{gpus}x-{product.lower()}"
+
+
+def gfd_labels(product: str, gpus: int, facts: GpuFacts) -> dict[str, str]:
+    """The labels GPU Feature Discovery puts on a node with ``gpus`` GPUs of ``product``."""
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.count": str(gpus),
+        "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.family": facts.family,
+        "nvidia.com/gpu.compute.major": str(facts.compute_major),
+        "nvidia.com/gpu.compute.minor": str(facts.compute_minor),
+    }
+    if facts.memory_mib is not None:
+        labels["nvidia.com/gpu.memory"] = str(facts.memory_mib)
+    return labels
+
+
 def build_node(
     group: NodeGroup,
     index: int,
@@ -116,19 +142,10 @@ def build_node(
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
-        "node.kubernetes.io/instance-type": f"sim-{gpus}x-{group.product.lower()}",
+        "node.kubernetes.io/instance-type": instance_type_name(group.product, group.gpus_per_node),
         SIMULATED_LABEL: "true",
-        "nvidia.com/gpu.present": "true",
-        "nvidia.com/gpu.product": group.product,
-        "nvidia.com/gpu.count": gpus,
-        "nvidia.com/gpu.replicas": "1",
-        "nvidia.com/gpu.sharing-strategy": "none",
-        "nvidia.com/gpu.family": facts.family,
-        "nvidia.com/gpu.compute.major": str(facts.compute_major),
-        "nvidia.com/gpu.compute.minor": str(facts.compute_minor),
+        **gfd_labels(group.product, group.gpus_per_node, facts),
     }
-    if facts.memory_mib is not None:
-        labels["nvidia.com/gpu.memory"] = str(facts.memory_mib)
     if group.dra:
         labels = {k: v for k, v in labels.items() if not k.startswith("nvidia.com/gpu.")}
         labels["nvidia.com/gpu.present"] = "true"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
+from nemotron_sim.agents.node_objects import parse_node_spec
 from nemotron_sim.karpenter.adopt import booted_status, discovered_labels, is_karpenter_node
 from nemotron_sim.karpenter.catalog import gpus_of, instance_types
 from nemotron_sim.karpenter.process import CACHE, cache_key, node_class, version
@@ -110,3 +111,8 @@ def test_the_build_script_and_the_simulator_agree_on_the_directory() -> None:
         ["bash", str(script), "--print-dir"], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert printed == str(CACHE / cache_key())
+
+
+def test_none_is_a_cluster_without_gpu_nodes() -> None:
+    assert parse_node_spec("none") == []
+    assert parse_node_spec(" None ") == []

@@ -7,3 +7,4 @@ ruff check operator tests hack
 ruff format --check operator tests hack
 mypy
 lint-imports --no-cache
+"$ROOT/hack/verify-vllm-releases.sh"

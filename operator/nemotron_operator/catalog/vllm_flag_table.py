@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-VLLM_VERSION = "v0.31.0"
+from nemotron_operator.catalog.vllm_releases import NEWEST, OLDEST
+
+# The release the table is read against when no deployment names one: the newest profile. Which
+# flags each release 0.31-0.34 has is generated data (catalog.vllm_release_flags).
+VLLM_VERSION = f"v{NEWEST.release}"
 
 
 class Kind(StrEnum):
@@ -129,7 +133,6 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--enable-prefix-caching", _K.BOOL, src="F"),
     _f("--cpu-offload-gb", _K.FLOAT),
     _f("--num-gpu-blocks-override", _K.INT),
-    _f("--calculate-kv-scales", _K.BOOL),
     _f("--mamba-cache-dtype", _K.CHOICE, choices=_MAMBA_DTYPES, src="F"),
     _f("--mamba-ssm-cache-dtype", _K.CHOICE, choices=_MAMBA_DTYPES, src="F"),
     _f("--mamba-block-size", _K.INT, src="F"),
@@ -143,7 +146,6 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--enable-chunked-prefill", _K.BOOL, src="F"),
     _f("--async-scheduling", _K.BOOL, src="F"),
     _f("--scheduling-policy", _K.CHOICE, choices=("fcfs", "priority")),
-    _f("--max-num-partial-prefills", _K.INT),
     _f("--long-prefill-token-threshold", _K.INT),
     _f("--stream-interval", _K.INT),
     # Speculative decoding [F]
@@ -151,7 +153,8 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--spec-method", _K.STR, src="F"),
     _f("--spec-tokens", _K.INT, src="F"),
     # Compilation and kernels
-    _f("--compilation-config", _K.JSON, "-O"),
+    # -cc, as generated from each release (vllm_release_data); -O is --optimization-level there.
+    _f("--compilation-config", _K.JSON, "-cc"),
     _f("--max-cudagraph-capture-size", _K.INT, src="F"),
     _f("--cudagraph-capture-sizes", _K.LIST),
     _f("--moe-backend", _K.STR, src="F"),
@@ -243,7 +246,10 @@ BY_SPELLING: Mapping[str, VllmFlag] = MappingProxyType(
 """Every accepted spelling (canonical names and aliases) → its flag."""
 
 REMOVED: Mapping[str, str] = MappingProxyType(
-    {"--swap-space": f"--swap-space does not exist in vLLM {VLLM_VERSION} (older guides pass it)"}
+    {
+        "--swap-space": f"--swap-space does not exist in vLLM {OLDEST.name} to {NEWEST.name} "
+        "(older guides pass it)"
+    }
 )
 """Flags users copy from old guides that the pinned vLLM no longer has [F]."""
 

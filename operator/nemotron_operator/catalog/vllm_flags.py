@@ -22,6 +22,7 @@ from nemotron_operator.catalog.vllm_flag_table import (
     Kind,
     VllmFlag,
 )
+from nemotron_operator.catalog.vllm_release_flags import ReleaseSurface
 
 __all__ = [
     "DENIED",
@@ -129,18 +130,48 @@ def _check_value(flag: VllmFlag, value: str, index: int, sub_key: str | None) ->
         raise FlagError(index, f"{flag.name} takes {problem}, got {value!r}")
 
 
-def parse_args(args: Sequence[str], *, offset: int = 0) -> list[FlagUse]:
+def parse_args(
+    args: Sequence[str], *, offset: int = 0, release: ReleaseSurface | None = None
+) -> list[FlagUse]:
     """Split an argument list (no positional arguments) into flags with their values, the way
     vLLM's parser would; raise FlagError on the first argument it would refuse. Indices in the
-    result and in errors are positions in ``args`` plus ``offset``."""
+    result and in errors are positions in ``args`` plus ``offset``. With ``release``, a flag (or
+    a spelling) that release does not have is refused, naming the release."""
     try:
-        uses = _parse(args)
+        uses = _parse(args, release)
+        if release is not None:
+            check_release(uses, release)
     except FlagError as exc:
         raise FlagError(exc.index + offset, str(exc)) from None
     return [replace(u, index=u.index + offset) for u in uses]
 
 
-def _parse(args: Sequence[str]) -> list[FlagUse]:
+def check_release(uses: Sequence[FlagUse], release: ReleaseSurface) -> None:
+    """Raise FlagError for the first flag (or short alias) ``release`` does not accept."""
+    for use in uses:
+        name = use.flag.name
+        if name not in release.flags:
+            raise FlagError(use.index, f"vLLM {release.release} has no flag {name}")
+        spelled = _normalise(use.spelled).split(".", 1)[0]
+        if not spelled.startswith("--") and release.aliases.get(spelled) != name:
+            raise FlagError(
+                use.index, f"vLLM {release.release} has no option {spelled} (use {name})"
+            )
+
+
+def _unknown(name: str, release: ReleaseSurface | None) -> str:
+    if release is None:
+        return REMOVED.get(name, f"vLLM {VLLM_VERSION} has no flag {name}")
+    if release.has_flag(name):
+        return (
+            f"{name} exists in vLLM {release.release}, but the operator's flag table "
+            "(catalog/vllm_flag_table.py) does not know how it takes its value, so it cannot be "
+            "checked"
+        )
+    return REMOVED.get(name, f"vLLM {release.release} has no flag {name}")
+
+
+def _parse(args: Sequence[str], release: ReleaseSurface | None = None) -> list[FlagUse]:
     uses: list[FlagUse] = []
     i = 0
     while i < len(args):
@@ -150,7 +181,7 @@ def _parse(args: Sequence[str]) -> list[FlagUse]:
         found = lookup(token)
         if found is None:
             name = _normalise(token.split("=", 1)[0])
-            raise FlagError(i, REMOVED.get(name, f"vLLM {VLLM_VERSION} has no flag {name}"))
+            raise FlagError(i, _unknown(name, release))
         flag, negated, sub_key = found
         inline = token.split("=", 1)[1] if "=" in token else None
         start = i
@@ -180,8 +211,11 @@ def _parse(args: Sequence[str]) -> list[FlagUse]:
     return uses
 
 
-def parse_serve_command(argv: Sequence[str]) -> tuple[str, list[FlagUse]]:
-    """Parse ``["vllm", "serve", MODEL, *flags]`` into (MODEL, flags)."""
+def parse_serve_command(
+    argv: Sequence[str], *, release: ReleaseSurface | None = None
+) -> tuple[str, list[FlagUse]]:
+    """Parse ``["vllm", "serve", MODEL, *flags]`` into (MODEL, flags); with ``release``, as that
+    release's parser would."""
     if len(argv) < 3 or list(argv[:2]) != ["vllm", "serve"] or _is_option(argv[2]):
         raise FlagError(0, "expected: vllm serve MODEL [flags...]")
-    return argv[2], parse_args(argv[3:], offset=3)
+    return argv[2], parse_args(argv[3:], offset=3, release=release)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from nemotron_operator.api import CacheSpec, ModelSpec, NemotronDeployment, Plan
 from nemotron_operator.api.errors import FieldError
 from nemotron_operator.catalog import vllm_flags
+from nemotron_operator.catalog.vllm_release_flags import ReleaseSurface, surface
+from nemotron_operator.catalog.vllm_releases import EngineVersionError, resolve_release
 from nemotron_operator.catalog.vllm_rules import Action
 from nemotron_operator.render.adapters import adapter_errors, expert_parallel_errors
 from nemotron_operator.render.engine import vllm_rules
@@ -58,7 +60,7 @@ def check(
 ) -> None:
     """Raise RenderError listing every problem; return when the spec can be rendered."""
     errors = [
-        *_extra_args(deployment.spec.engine.extra_args),
+        *_extra_args(deployment.spec.engine.extra_args, engine_surface(deployment)),
         *_engine(deployment, model),
         *_refused_by_rules(deployment, model, plan),
         *_model(deployment, model, options, plan.max_model_len),
@@ -82,10 +84,19 @@ def _refused_by_rules(
     ]
 
 
-def _extra_args(args: list[str]) -> list[FieldError]:
+def engine_surface(deployment: NemotronDeployment) -> ReleaseSurface | None:
+    """The generated flags of the deployment's vLLM release (None: the planner refuses it)."""
+    try:
+        release = resolve_release(deployment.spec.engine.image, deployment.spec.engine.version)
+    except EngineVersionError:
+        return None
+    return surface(release.profile)
+
+
+def _extra_args(args: list[str], release: ReleaseSurface | None) -> list[FieldError]:
     field = "spec.engine.extraArgs"
     try:
-        uses = vllm_flags.parse_args(args)
+        uses = vllm_flags.parse_args(args, release=release)
     except vllm_flags.FlagError as exc:
         return [FieldError(f"{field}[{exc.index}]", f"{exc}; remove or correct it")]
     errors = []

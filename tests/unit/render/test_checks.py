@@ -67,9 +67,9 @@ def test_extra_args_that_duplicate_typed_fields(args: list[str], owner: str) -> 
 @pytest.mark.parametrize(
     ("args", "field", "message"),
     [
-        (["--swap-space", "4"], "[0]", "does not exist in vLLM v0.31.0"),
+        (["--swap-space", "4"], "[0]", "does not exist in vLLM 0.31 to 0.34"),
         (["--async-scheduling", "--bogus-flag"], "[1]", "has no flag --bogus-flag"),
-        (["--max-num-partial-prefills", "two"], "[0]", "takes an integer"),
+        (["--long-prefill-token-threshold", "two"], "[0]", "takes an integer"),
         (["--async-scheduling", "--async-scheduling"], "[1]", "already given at"),
         (["async-scheduling"], "[0]", "must start with --"),
     ],

@@ -111,7 +111,7 @@ def test_dotted_json_key() -> None:
 @pytest.mark.parametrize(
     ("args", "index", "message"),
     [
-        (["--swap-space", "4"], 0, "does not exist in vLLM v0.31.0"),
+        (["--swap-space", "4"], 0, "does not exist in vLLM 0.31 to 0.34"),
         (["--max-num-seqs", "64", "--bogus"], 2, "has no flag --bogus"),
         (["--max-num-seqs", "many"], 0, "--max-num-seqs takes an integer, got 'many'"),
         (["--gpu-memory-utilization", "high"], 0, "takes a number"),
@@ -149,7 +149,7 @@ def test_kinds_are_consistent() -> None:
         assert flag.name.startswith("--")
         assert (flag.kind is Kind.CHOICE) == bool(flag.choices), flag.name
         assert flag.source in ("E", "F"), flag.name
-    assert vllm_flags.VLLM_VERSION == "v0.31.0"
+    assert vllm_flags.VLLM_VERSION == "v0.34.0"
 
 
 def test_dotted_sub_keys_keep_their_underscores() -> None:

@@ -253,9 +253,13 @@ RULES: tuple[Rule, ...] = (
         "vllm-project/vllm#39809; default changed by vllm-project/vllm#40454 (opened 2026-04-21, "
         "merged)",
         "v0.19 and earlier crash; later versions choose align themselves when speculative "
-        "decoding is on (v0.31.0 included), so the flag pins the working mode",
+        "decoding is on (v0.31.0 included), so the flag pins the working mode. From 0.32 "
+        "'all' is no longer a mode (MambaCacheMode is align|none): the rule stops there",
         Action.FIX,
         _mtp_prefix_caching,
+        # Kept at 0.31, where it only restates vLLM's choice, so that the command of a deployment
+        # pinned to v0.31.0 does not change (no restart on an operator upgrade).
+        fixed_in=(0, 32, 0),
     ),
     Rule(
         "prefix-caching-inert-below-block",
@@ -263,7 +267,8 @@ RULES: tuple[Rule, ...] = (
         Behaviour.IGNORES,
         "accepts prefix caching, then never records a hit: no request fills a whole block",
         "vllm-project/vllm#48401 (open; PR #48402 would only log a warning)",
-        "reported on v0.23.1rc1; no fix up to v0.31.0",
+        "reported on v0.23.1rc1; no fix up to 0.34.0 (align mode checkpoints the Mamba state at "
+        "block boundaries only: mamba_block_size = block_size)",
         Action.WARN,
         _prefix_caching_inert,
     ),
@@ -274,7 +279,8 @@ RULES: tuple[Rule, ...] = (
         "caches whole blocks of the raised hybrid block size only, so shared prefixes shorter "
         "than a block (system prompts, early chat turns) stay at zero hits",
         "vllm-project/vllm#54504 (open), vllm-project/vllm#53749 (open)",
-        "reported on v0.28.0 and nightly 2026-08-30; no fix up to v0.31.0",
+        "reported on v0.28.0 and nightly 2026-08-30; no fix up to 0.34.0 (0.32's "
+        "--prefix-match-unit refines matching only, not where Mamba states are stored)",
         Action.WARN,
         _prefix_cache_granularity,
     ),
@@ -354,9 +360,44 @@ DROPPED: tuple[DroppedRule, ...] = (
         "VLLM_FLASHINFER_MOE_BACKEND=latency + MTP (the drafter's MLP is not supported by the "
         "FlashInfer TRT-LLM MoE kernel)",
         "vllm-project/vllm#39809",
-        "not reachable: a NemotronDeployment sets no environment variables on the vLLM "
-        "container; the flag form (--moe-backend flashinfer_trtllm) runs with MTP in the Ultra "
-        "recipe (vllm-project/recipes#509)",
+        "obsolete: the variable is in none of 0.31-0.34's envs.py (vllm_release_data), and a "
+        "NemotronDeployment sets no environment variables on the vLLM container; the flag form "
+        "(--moe-backend flashinfer_trtllm) runs with MTP in the Ultra recipe "
+        "(vllm-project/recipes#509)",
+    ),
+    DroppedRule(
+        "--mamba-cache-mode all (refused from 0.32: MambaCacheMode is align|none)",
+        "vllm config/cache.py of 0.32.0-0.34.0",
+        "not reachable: the operator owns --mamba-cache-mode (spec.engine.enablePrefixCaching; "
+        "refused in extraArgs) and vLLM chooses align with prefix caching itself "
+        "(model_executor/models/config.py)",
+    ),
+    DroppedRule(
+        "VLLM_USE_V2_MODEL_RUNNER=0 on 0.34 (the V1 model runner is gone: vLLM refuses to start)",
+        "vllm platforms/interface.py of 0.34.0; the variable left envs.py in 0.34",
+        "not reachable: the operator sets no such variable, and a test checks every VLLM_* "
+        "variable it renders against each release's envs.py",
+    ),
+    DroppedRule(
+        "speculative-config keys disable_padded_drafter_batch and use_heterogeneous_vocab on 0.34 "
+        "(removed from SpeculativeConfig)",
+        "vllm config/speculative.py of 0.33.0 and 0.34.0",
+        "not reachable: the operator renders method and num_speculative_tokens only (checked "
+        "against each release's keys), and --speculative-config is refused in extraArgs "
+        "(spec.engine.speculativeDecoding owns it)",
+    ),
+    DroppedRule(
+        "--kv-cache-dtype float16|bfloat16 different from the model dtype (refused from 0.33)",
+        "vllm config/vllm.py of 0.33.0 ('kv_cache_dtype=... is incompatible with')",
+        "not reachable: spec.engine.kvCacheDtype offers bfloat16, not float16, and every "
+        "Nemotron checkpoint's dtype is bfloat16 (an explicit architecture is planned as "
+        "bfloat16 too)",
+    ),
+    DroppedRule(
+        "0.34 defaults the Super VL / Omni architectures' Mamba SSM state to float32",
+        "vllm model_executor/models/config.py of 0.34.0 (NemotronHNanoVLV2Config)",
+        "nothing to do: the operator always passes --mamba-ssm-cache-dtype (default float32), "
+        "so every release runs the same state dtype",
     ),
     DroppedRule(
         'speculative config method "mtp" instead of "nemotron_h_mtp" (the thread\'s second '

@@ -100,9 +100,11 @@ def test_the_pool_follows_the_serving_pods_and_the_picker_follows_the_plan(
         "patch", "gateway", "gw", "-n", NAMESPACE, "--subresource=status", "--type=merge",
         "-p", '{"status":{"addresses":[{"type":"IPAddress","value":"10.1.2.3"}]}}',
     )  # fmt: skip
-    # 128 sequences on H200: TP 2 at 131072 tokens; 262144 needs TP 4 (below).
+    # 128 sequences on H200 with vLLM 0.31's pool: TP 2 at 131072 tokens; 262144 needs TP 4
+    # (below). (0.34's extensible KV cache holds them at TP 2 at both lengths.)
     capacity = {"gpu": {"products": ["NVIDIA-H200"]}, "minConcurrency": 128}
-    apply(cluster, deployment(replicas=2, capacity=capacity, gateway=GATEWAY))
+    engine = {"image": "vllm/vllm-openai:v0.31.0"}
+    apply(cluster, deployment(replicas=2, capacity=capacity, gateway=GATEWAY, engine=engine))
     wait_ready(cluster)
     # Applied, and the picker's Deployment available (its pod runs on the system node).
     cluster.wait_until(

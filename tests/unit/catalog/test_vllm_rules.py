@@ -81,9 +81,20 @@ def fired(spec: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
     (
+        # vLLM 0.34 (the default image): 'all' is no Mamba cache mode any more, no fix.
         "super-defaults",
         {"model": {"id": SUPER_FP8}, "engine": {"maxModelLen": 131072}, "capacity": H200},
-        [MTP_ALIGN, granularity(4224), MTP_OUTPUT],
+        [granularity(4224), MTP_OUTPUT],
+    ),
+    (
+        # vLLM 0.31 keeps the fix (it restates vLLM's own choice; its commands stay as they were).
+        "super-defaults-0.31",
+        {
+            "model": {"id": SUPER_FP8},
+            "engine": {"maxModelLen": 131072, "image": "vllm/vllm-openai:v0.31.0"},
+            "capacity": H200,
+        },
+        [MTP_ALIGN, granularity(4176), MTP_OUTPUT],
     ),
     (
         "super-no-prefix-caching",
@@ -98,7 +109,6 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, str, str, str]]]] = [
         "super-short-context",
         {"model": {"id": SUPER_FP8}, "engine": {"maxModelLen": 2048}, "capacity": H200},
         [
-            MTP_ALIGN,
             (
                 "prefix-caching-inert-below-block",
                 "warn",
@@ -276,16 +286,21 @@ def serve_argv(spec: dict[str, Any]) -> list[str]:
     raise AssertionError("no StatefulSet rendered")
 
 
+def case(name: str) -> dict[str, Any]:
+    return next(spec for case_name, spec, _ in CASES if case_name == name)
+
+
 def test_the_fix_reaches_the_command_and_vllm_parsers_accept_it() -> None:
-    argv = serve_argv(CASES[0][1])
+    argv = serve_argv(case("super-defaults-0.31"))
     assert argv[argv.index("--mamba-cache-mode") + 1] == "align"
     _, uses = vllm_flags.parse_serve_command(argv)
     assert [u.value for u in uses if u.flag.name == "--mamba-cache-mode"] == ["align"]
     assert parse_serve_argv(argv).options["--mamba-cache-mode"] == "align"
 
 
-def test_no_fix_flag_without_the_combination() -> None:
-    assert "--mamba-cache-mode" not in serve_argv(CASES[1][1])
+def test_no_fix_flag_without_the_combination_or_from_0_32() -> None:
+    assert "--mamba-cache-mode" not in serve_argv(case("super-no-prefix-caching"))
+    assert "--mamba-cache-mode" not in serve_argv(case("super-defaults"))  # 0.34
 
 
 @pytest.mark.parametrize(

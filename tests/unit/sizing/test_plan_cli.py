@@ -228,3 +228,50 @@ def test_gpu_inventory_with_resource_slices_plans_a_dra_deployment_on_them(
         code, out, _ = run(capsys, "-f", str(path), "--gpu-inventory", str(inventory), "-o", "json")
         assert code == 0
         assert json.loads(out)["gpuProduct"] == product
+
+
+def test_vllm_version_picks_the_engine_profile(capsys: Capture) -> None:
+    # The "done when": 0.34 shows its block size, 0.31 today's numbers.
+    args = (SUPER_VL_BF16, "--gpu", "NVIDIA-H200", "-o", "json")
+    _, new, _ = run(capsys, *args, "--vllm-version", "0.34.0")
+    _, old, _ = run(capsys, *args, "--vllm-version", "0.31.0")
+    new_plan, old_plan = json.loads(new), json.loads(old)
+    assert (new_plan["engineVersion"], new_plan["blockSizeTokens"]) == ("0.34", 2112)
+    assert (old_plan["engineVersion"], old_plan["blockSizeTokens"]) == ("0.31", 2096)
+    pinned = spec(
+        SUPER_VL_BF16,
+        engine={"image": "vllm/vllm-openai:v0.31.0"},
+        capacity={"gpu": {"products": ["NVIDIA-H200"]}},
+    )
+    assert old_plan == plan_deployment(pinned).plan.to_wire()
+    _, default, _ = run(capsys, *args)
+    assert json.loads(default) == new_plan  # the default image is v0.34.0
+
+
+def test_the_table_header_names_the_profile(capsys: Capture) -> None:
+    code, out, _ = run(capsys, H8B, "--vllm-version", "0.33.0")
+    assert code == 0
+    assert out.splitlines()[0].startswith("Engine    vLLM 0.33.0, profile 0.33 (block size 16;")
+
+
+def test_vllm_version_with_an_untagged_image_sets_the_version_field(
+    capsys: Capture, tmp_path: Path
+) -> None:
+    path = tmp_path / "d.yaml"
+    body = {
+        "kind": "NemotronDeployment",
+        "metadata": {"name": "d"},
+        "spec": {"model": {"id": H8B}, "engine": {"image": "registry.example/vllm@sha256:ab"}},
+    }
+    path.write_text(yaml.safe_dump(body))
+    code, out, _ = run(capsys, "-f", str(path), "--vllm-version", "0.32.0", "-o", "json")
+    assert code == 0
+    assert json.loads(out)["engineVersion"] == "0.32"
+    assert not any("not a vLLM version" in n for n in json.loads(out)["notes"])
+
+
+def test_a_release_before_0_31_exits_2_naming_the_field(capsys: Capture) -> None:
+    code, _, err = run(capsys, H8B, "--vllm-version", "0.29.0")
+    assert code == 2
+    assert "spec.engine.image" in err
+    assert "older than the oldest release" in err

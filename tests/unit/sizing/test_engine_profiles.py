@@ -1,7 +1,7 @@
 """One engine profile per vLLM release, 0.31 to 0.34: which one a deployment gets, and what each
 changes in the plan (block size, the pool). The block sizes the issue derived from each release's
 code (vLLM 0.34 ``DEFAULT_BLOCK_SIZE`` 64 and ``_align_hybrid_block_size``) are checked here; the
-per-release reference numbers of the recipe cases are checked elsewhere (docs/sizing.md §10).
+per-release reference numbers of the recipe cases are test_release_reference.py's.
 """
 
 from __future__ import annotations

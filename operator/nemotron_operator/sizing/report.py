@@ -9,6 +9,7 @@ from nemotron_operator.api.plan import Plan, RejectedLayout
 from nemotron_operator.catalog.gpus import GIB
 from nemotron_operator.sizing.memory import evaluate
 from nemotron_operator.sizing.result import UNVERIFIED_PREFIX, PlanResult
+from nemotron_operator.sizing.settings import EngineSettings
 
 SWEEP_LENGTHS = (32768, 131072, 262144, 1048576)
 
@@ -59,8 +60,17 @@ def header(result: PlanResult) -> list[str]:
         f"trained {model.trained_context}); {mtp}; KV {settings.kv_cache_dtype}, Mamba SSM "
         f"{settings.mamba_ssm_cache_dtype}; prefix caching "
         f"{'on' if settings.prefix_caching else 'off'}; gpuMemoryUtilization "
-        f"{settings.gpu_memory_utilization:g}",
+        f"{_utilization(settings)}",
     ]
+
+
+def _utilization(settings: EngineSettings) -> str:
+    if (
+        settings.explicit_utilization is None
+        and settings.profile.default_gpu_memory_utilization is None
+    ):
+        return f"unset ({settings.gpu_memory_utilization:g} with the extensible KV cache)"
+    return f"{settings.gpu_memory_utilization:g}"
 
 
 def per_product(result: PlanResult, min_concurrency: int) -> list[str]:
@@ -167,7 +177,8 @@ def cache_arithmetic(result: PlanResult) -> list[str]:
             f"{_count(plan.kv_cache_tokens)} tokens",
         ],
     ]
-    return ["Cache arithmetic (per GPU, vLLM v0.31 layout):", *table(rows)]
+    layout = f"vLLM {result.settings.profile.name} layout"
+    return [f"Cache arithmetic (per GPU, {layout}):", *table(rows)]
 
 
 def rejected(plan: Plan) -> list[str]:

@@ -9,6 +9,9 @@ cd "$ROOT"
 "$ROOT/hack/build-controlplane.sh"
 # Karpenter with its kwok cloud provider (the GPU node pool tests): ~150 s of CPU the first time.
 "$ROOT/hack/build-karpenter.sh"
+# The LeaderWorkerSet controller the `lws` add-on runs (tests/integration/lws): about 3.5 minutes
+# of CPU on a cold Go cache, a no-op afterwards.
+"$ROOT/hack/build-lws.sh"
 "$ROOT/hack/lint.sh"
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass.
 pytest "$@"

@@ -62,7 +62,8 @@ async def serve(args: argparse.Namespace) -> None:
             for g in parse_node_spec(args.nodes)
         )
         _say("SIMULATED GPU cluster on a REAL control plane (nemotron-operator sim):")
-        _say("  real:      etcd, kube-apiserver, kube-controller-manager, kube-scheduler")
+        _say("  real:      etcd, kube-apiserver, kube-controller-manager, kube-scheduler"
+             + (", LeaderWorkerSet controller" if cluster.lws else ""))  # fmt: skip
         _say("  simulated: GPU nodes, kubelets (containers as local processes), vLLM, kube-proxy")
         _say(f"  API server: {plane.api_url}  (inside this cluster's network namespace)")
         _say(f"  kubeconfig: {cluster.kubeconfig}")

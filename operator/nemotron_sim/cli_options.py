@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
+from nemotron_sim.controlplane import ControlPlaneError
 from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.karpenter.running import KarpenterOptions
 from nemotron_sim.kubelet.images import parse_mapping
 from nemotron_sim.kubelet.real_engine import ENGINES, engine_mappings
+from nemotron_sim.lws import build_dir
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +80,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         help="kube-controller-manager's --kube-api-qps (its default, 20; burst 1.5x): each "
         "controller's request rate, e.g. the StatefulSet controller's pod and claim creates",
     )  # fmt: skip
+    parser.add_argument(
+        "--addons", default="", metavar="NAME[,...]",
+        help="real controllers of other projects to run in the cluster: lws (LeaderWorkerSet, "
+        "built by hack/build-lws.sh)",
+    )  # fmt: skip
     parser.add_argument("--no-events", action="store_true", help="the kubelets write no Events")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the simulated parts")
 
@@ -91,6 +98,18 @@ def check_cluster_options(args: argparse.Namespace) -> None:
     for text in args.command:
         parse_mapping(text, "--command")
     engine_mappings(args.engine, args.vllm_python)
+    unknown = sorted(set(addons(args)) - {"lws"})
+    if unknown:
+        raise ValueError(f"--addons: unknown add-on(s) {', '.join(unknown)} (known: lws)")
+    if "lws" in addons(args):
+        try:
+            build_dir()
+        except ControlPlaneError as error:
+            raise ValueError(f"--addons lws: {error}") from None
+
+
+def addons(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(a.strip() for a in args.addons.split(",") if a.strip())
 
 
 def pod_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -114,4 +133,5 @@ def pod_options(args: argparse.Namespace) -> dict[str, Any]:
             if args.karpenter
             else None
         ),
+        "addons": addons(args),
     }

@@ -62,11 +62,13 @@ from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
+from nemotron_sim.lws import LeaderWorkerSetAddon
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
 
 log = logging.getLogger("nemotron_sim")
+ADDONS = ("lws",)  # controllers of other projects the cluster can run (real ones)
 MIRRORED = (
     NODES, PODS, SECRETS, CONFIGMAPS, SERVICEACCOUNTS, SERVICES, ENDPOINT_SLICES, CLAIMS, VOLUMES,
     RESOURCE_CLAIMS, RESOURCE_SLICES,
@@ -102,10 +104,15 @@ class KubeCluster:
         renew_seconds: float = 2.0,
         crds: Sequence[Path] = (),
         karpenter: KarpenterOptions | None = None,
+        addons: Sequence[str] = (),
     ) -> None:
         """``crds``: CRD files installed before kube-controller-manager starts (its garbage
         collector finds their types at once instead of at its next 30 s discovery).
-        ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes."""
+        ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes.
+        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``)."""
+        unknown = sorted(set(addons) - set(ADDONS))
+        if unknown:
+            raise ValueError(f"unknown add-on(s) {', '.join(unknown)}: {', '.join(ADDONS)}")
         self._tempdir = (
             tempfile.TemporaryDirectory(prefix="nemotron-sim-") if workdir is None else None
         )
@@ -138,7 +145,8 @@ class KubeCluster:
         self.kubeconfig = kubeconfig_path or self.workdir / "kubeconfig"
         # The same admin, through the fault proxy (what the operator under test is given).
         self.proxy_kubeconfig = self.kubeconfig.with_name(self.kubeconfig.name + "-via-proxy")
-        self.extra_crds = list(crds)
+        self.lws = LeaderWorkerSetAddon(self.control_plane) if "lws" in addons else None
+        self.extra_crds = [*crds, *([self.lws.crds] if self.lws else [])]
         self.karpenter = Karpenter(self.workdir / "karpenter", karpenter) if karpenter else None
         self._ordinals = iter(range(MAX_NODES))  # the nodes' InternalIPs, in order
         self._node_ips: dict[str, str] = {}  # what the kubelet serves (Karpenter's nodes join)
@@ -191,6 +199,9 @@ class KubeCluster:
         await plane.start(before_controllers)
         lap("control plane, CRDs and StorageClass")
         assert self.api is not None
+        if self.lws is not None:
+            await self.lws.start(self.api)
+            lap("LeaderWorkerSet controller and webhooks")
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         self.kubeconfig.write_bytes(plane.admin_kubeconfig.read_bytes())
         self.kubeconfig.chmod(0o600)
@@ -241,6 +252,8 @@ class KubeCluster:
         self.kubelet = self.kubelet_api = self.proxies = self.nodes = self.mirror = None
         self.proxy = None
         self.api = None
+        if self.lws is not None:
+            self.lws.stop()
         self.control_plane.stop()
         if self._tempdir is not None:
             self._tempdir.cleanup()
@@ -368,6 +381,10 @@ class KubeCluster:
 
     def stub(self, namespace: str, pod: str) -> StubVllm | None:
         return None if self.kubelet is None else self.kubelet.stub(namespace, pod)
+
+    def kill_container(self, namespace: str, pod: str, container: str = "vllm") -> bool:
+        """SIGKILL one running container; the kubelet restarts it (``Kubelet.kill_container``)."""
+        return self.kubelet is not None and self.kubelet.kill_container(namespace, pod, container)
 
     async def install_crds(self) -> list[str]:
         """(Re)install the CRDs the cluster started with (a test may have deleted one)."""

@@ -40,6 +40,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "nano-keda": ("-f", "examples/nano-keda.yaml"),
     "gateway-multi-node-no-prefix": ("-f", f"{INPUTS}/gateway-multi-node-no-prefix.yaml"),
     "network-policy-multi-node": ("-f", f"{INPUTS}/network-policy-multi-node.yaml"),
+    "leader-worker-set-h100": ("-f", f"{INPUTS}/leader-worker-set-h100.yaml"),
 }
 
 

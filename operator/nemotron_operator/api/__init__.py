@@ -41,6 +41,7 @@ from nemotron_operator.api.model import (
     SecretKeyRef,
     SecretRef,
 )
+from nemotron_operator.api.multinode import MultiNodeBackend, MultiNodeSpec
 from nemotron_operator.api.plan import PerGpuMemory, Plan, RejectedLayout, ReserveComponent
 from nemotron_operator.api.resource import (
     API_VERSION,
@@ -83,6 +84,8 @@ __all__ = [
     "ModelSource",
     "ModelSpec",
     "MonitoringSpec",
+    "MultiNodeBackend",
+    "MultiNodeSpec",
     "Multimodal",
     "NemotronDeployment",
     "NemotronDeploymentSpec",

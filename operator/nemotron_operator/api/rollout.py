@@ -42,6 +42,13 @@ class RolloutSpec(ApiModel):
         description="Replicas replaced at the same time (a multi-node replica's leader and "
         "workers always together).",
     )
+    max_surge: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_ROLLOUT_REPLICAS,
+        description="Extra replicas started with the new template before old ones are removed "
+        "(LeaderWorkerSet backend only: whole groups; StatefulSets cannot surge).",
+    )
     canary: CanarySpec | None = Field(
         default=None,
         description="Put a new revision on this many replicas only; remove it to promote.",

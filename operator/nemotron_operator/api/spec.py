@@ -17,6 +17,7 @@ from nemotron_operator.api.capacity import (
 from nemotron_operator.api.engine import EngineSpec
 from nemotron_operator.api.gateway import GatewaySpec
 from nemotron_operator.api.model import ModelSpec
+from nemotron_operator.api.multinode import MultiNodeSpec
 from nemotron_operator.api.network import NetworkPolicySpec
 from nemotron_operator.api.rollout import RolloutSpec
 
@@ -102,6 +103,10 @@ class NemotronDeploymentSpec(ApiModel):
         default=None,
         description="How a changed pod template rolls through the replicas: maxUnavailable, a "
         "canary, a progress deadline. Unset: the StatefulSets' defaults (one pod at a time).",
+    )
+    multi_node: MultiNodeSpec = Field(
+        default_factory=MultiNodeSpec,
+        description="How a replica that spans nodes runs: a LeaderWorkerSet or StatefulSets.",
     )
     node_pool: NodePoolSpec = Field(
         default_factory=NodePoolSpec, description="How GPU nodes are provided."

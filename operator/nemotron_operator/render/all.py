@@ -18,6 +18,8 @@ from nemotron_operator.render import (
     storage,
 )
 from nemotron_operator.render.inputs import PlanResultLike, RenderOptions
+from nemotron_operator.render.leaderworkerset import build_leader_worker_set
+from nemotron_operator.render.multinode import uses_leader_worker_set
 from nemotron_operator.render.names import Names
 from nemotron_operator.render.network_policy import build_network_policies
 from nemotron_operator.render.workload import build_statefulsets
@@ -37,6 +39,7 @@ KIND_ORDER = (
     "Service",
     "ResourceClaimTemplate",
     "StatefulSet",
+    "LeaderWorkerSet",
     "Deployment",
     "PodDisruptionBudget",
     "InferencePool",
@@ -75,14 +78,25 @@ def render_all(
         objects.append(job)
     objects.append(services.build_headless_service(names, multi_node=plan.nodes_per_replica > 1))
     objects.append(services.build_service(names))
-    objects += build_statefulsets(
-        deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
-    )
+    lws = uses_leader_worker_set(deployment, plan, options)
+    if lws:
+        objects.append(
+            build_leader_worker_set(
+                deployment, plan, settings, names, weight_bytes=weight_bytes,
+                extra_hash_inputs=extra,
+            )
+        )  # fmt: skip
+    else:
+        objects += build_statefulsets(
+            deployment, plan, settings, names, weight_bytes=weight_bytes, extra_hash_inputs=extra
+        )
     if dra.uses_dra(deployment):
         gpus_per_pod = plan.gpus_per_replica // plan.nodes_per_replica
         objects.append(dra.build_claim_template(deployment, plan, names, gpus_per_pod))
     objects.append(services.build_pod_disruption_budget(names))
-    objects += build_network_policies(deployment, plan, names, options.operator_namespace)
+    objects += build_network_policies(
+        deployment, plan, names, options.operator_namespace, leader_worker_set=lws
+    )
     objects += gateway.build_gateway_objects(deployment, plan, names, settings.served_name)
     monitor = monitoring.build_pod_monitor(deployment, names)
     if monitor is not None:

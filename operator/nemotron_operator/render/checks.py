@@ -17,6 +17,7 @@ from nemotron_operator.render.adapters import adapter_errors, expert_parallel_er
 from nemotron_operator.render.engine import vllm_rules
 from nemotron_operator.render.errors import RenderError
 from nemotron_operator.render.inputs import ModelFacts, RenderOptions
+from nemotron_operator.render.multinode import multi_node_errors
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # Parsers NVIDIA ships as plugin files in the model repositories; vLLM has no built-in parser of
@@ -68,6 +69,7 @@ def check(
         *_autoscaling(deployment),
         *adapter_errors(deployment, deployment.spec.model.served_name or deployment.metadata.name),
         *expert_parallel_errors(deployment, plan.expert_parallel),
+        *multi_node_errors(deployment, plan, options),
     ]
     if errors:
         raise RenderError(errors, name=deployment.metadata.name)

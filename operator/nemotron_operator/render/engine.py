@@ -24,6 +24,7 @@ from nemotron_operator.render.inputs import ModelFacts
 
 SERVE_PORT = 8000  # vLLM's default --port (FrontendArgs.port)
 MASTER_PORT = 29501  # vLLM's default --master-port (model-facts.md §4)
+NODE_RANK_ENV = "NODE_RANK"
 MODEL_MOUNT = "/models"
 PLUGIN_MOUNT = "/etc/nemotron/reasoning-parser"
 DOWNLOAD_MARKER = ".nemotron-download-complete"
@@ -36,6 +37,10 @@ class Distributed:
     nnodes: int
     master_addr: str
     worker: bool  # False: node rank 0, runs the API server; True: --headless rank from ordinal
+    # The variable that holds a worker's node rank: NODE_RANK, which the pod template sets from
+    # the StatefulSet's pod-index label, or LWS_WORKER_INDEX, which LeaderWorkerSet's pod
+    # webhook injects (with LWS_LEADER_ADDRESS, the master address).
+    rank_env: str = NODE_RANK_ENV
 
 
 @dataclass(frozen=True)
@@ -200,13 +205,10 @@ def serve_args(
     return args
 
 
-NODE_RANK_ENV = "NODE_RANK"
-
-
 def _distributed_args(distributed: Distributed | None) -> list[str]:
     if distributed is None:
         return []
-    rank = f"$({NODE_RANK_ENV})" if distributed.worker else "0"
+    rank = f"$({distributed.rank_env})" if distributed.worker else "0"
     args = [
         "--distributed-executor-backend",
         "mp",

@@ -80,3 +80,6 @@ class RenderOptions:
     # spec.networkPolicy lets the operator's namespace reach the API port (its readiness check
     # and scrapes); the CLI renders without one.
     operator_namespace: str | None = None
+    # The cluster serves LeaderWorkerSet's CRD: a multi-node replica whose spec names no
+    # backend runs on a LeaderWorkerSet (spec.multiNode.backend). The CLI has no cluster.
+    leader_worker_set_served: bool = False

@@ -126,6 +126,13 @@ class Names:
         return with_suffix(self.base, f"{replica}-w", MAX_STATEFULSET_NAME)
 
     @property
+    def leader_worker_set(self) -> str:
+        """Not ``<name>``: LWS names its own headless Service (the pods' subdomain, the leader
+        address) after the LeaderWorkerSet, and skips creating it when that name is taken, as
+        it would be by the API Service. Its worker StatefulSets add ``-<group>``."""
+        return with_suffix(self.base, "lws", MAX_STATEFULSET_NAME - 3)
+
+    @property
     def pod_disruption_budget(self) -> str:
         return self.base
 

@@ -23,6 +23,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, Plan
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
+from nemotron_operator.render.multinode import group_selector
 from nemotron_operator.render.names import Names
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by kube-apiserver on every namespace
@@ -48,7 +49,12 @@ def _policy(
 
 
 def build_network_policies(
-    deployment: NemotronDeployment, plan: Plan, names: Names, operator_namespace: str | None
+    deployment: NemotronDeployment,
+    plan: Plan,
+    names: Names,
+    operator_namespace: str | None,
+    *,
+    leader_worker_set: bool = False,
 ) -> list[dict[str, Any]]:
     spec = deployment.spec.network_policy
     if not spec.enabled:
@@ -78,7 +84,11 @@ def build_network_policies(
     policies = [api]
     if plan.nodes_per_replica > 1:
         for replica in range(deployment.spec.replicas):
-            ranks = n.serving_selector(names, replica=replica)
+            ranks = (
+                group_selector(names, replica)  # the labels LWS puts on a group's pods
+                if leader_worker_set
+                else n.serving_selector(names, replica=replica)
+            )
             policies.append(
                 _policy(
                     names,

@@ -143,7 +143,7 @@ def _env(
     if distributed is not None:
         pod_ip = {"fieldRef": {"fieldPath": "status.podIP"}}
         env.append({"name": "VLLM_HOST_IP", "valueFrom": pod_ip})
-    if distributed is not None and distributed.worker:
+    if distributed is not None and distributed.worker and distributed.rank_env == NODE_RANK_ENV:
         index = {"fieldRef": {"fieldPath": f"metadata.labels['{POD_INDEX_LABEL}']"}}
         env.append({"name": NODE_RANK_ENV, "valueFrom": index})
     return env

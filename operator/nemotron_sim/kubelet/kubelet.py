@@ -114,6 +114,27 @@ class Kubelet:
                 return next((s for s in running.stubs if not s.is_worker), None)
         return None
 
+    def kill_container(self, namespace: str, name: str, container: str = "vllm") -> bool:
+        """A container's process dies (SIGKILL, exit 137) and the kubelet starts it again at
+        once (a first restart has no back-off): ``restartCount`` + 1, the instance that died in
+        ``lastState``. A stand-in vLLM keeps its server (its probe decides readiness); what the
+        other ranks of a multi-node replica do about it is up to their controllers."""
+        for running in self._pods.values():
+            if (running.namespace, running.name) != (namespace, name) or running.model is None:
+                continue
+            for state in running.model.containers:
+                if state.name == container and "running" in state.state:
+                    now = now_rfc3339()
+                    started = state.state["running"].get("startedAt", now)
+                    ready = state.ready
+                    state.exited(137, "killed (simulated fault)", started, now)
+                    state.restart_count += 1
+                    state.restart(now)
+                    state.started, state.ready = True, ready
+                    self._write(running, running.model)
+                    return True
+        return False
+
     def observe(self, event: WatchEvent) -> None:
         if event.key != PODS:
             return

@@ -317,7 +317,88 @@ SCALED_OBJECT_SCHEMA = _closed(
     ("apiVersion", "kind", "metadata", "spec"),
 )
 
+_INT_OR_STRING = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+# leaderworkerset.x-k8s.io/v1 (sigs.k8s.io/lws v0.9.0, config/crd/bases/
+# leaderworkerset.x-k8s.io_leaderworkersets.yaml); the pod templates and claim templates are
+# checked as a StatefulSet's (validate_object), strictly, against the Kubernetes schemas.
+LEADER_WORKER_SET_SCHEMA = _closed(
+    {
+        "apiVersion": {"const": "leaderworkerset.x-k8s.io/v1"},
+        "kind": {"const": "LeaderWorkerSet"},
+        "metadata": _METADATA_NAMESPACED,
+        "spec": _closed(
+            {
+                "replicas": {"type": "integer", "minimum": 0},
+                "startupPolicy": {"enum": ["LeaderReady", "LeaderCreated"]},
+                "leaderWorkerTemplate": _closed(
+                    {
+                        "size": {"type": "integer", "minimum": 1},
+                        "restartPolicy": {
+                            "enum": [
+                                "RecreateGroupOnPodRestart",
+                                "RecreateGroupAfterStart",
+                                "Default",
+                                "None",
+                            ]
+                        },
+                        "leaderTemplate": {"type": "object"},
+                        "workerTemplate": {"type": "object"},
+                        "volumeClaimTemplates": {"type": "array"},
+                        "persistentVolumeClaimRetentionPolicy": _closed(
+                            {
+                                "whenDeleted": {"enum": ["Retain", "Delete"]},
+                                "whenScaled": {"enum": ["Retain", "Delete"]},
+                            }
+                        ),
+                    },
+                    ("workerTemplate",),
+                ),
+                "rolloutStrategy": _closed(
+                    {
+                        "type": {"const": "RollingUpdate"},
+                        "rollingUpdateConfiguration": _closed(
+                            {
+                                "partition": {"type": "integer", "minimum": 0},
+                                "maxUnavailable": _INT_OR_STRING,
+                                "maxSurge": _INT_OR_STRING,
+                            }
+                        ),
+                    },
+                    ("type",),
+                ),
+            },
+            ("leaderWorkerTemplate",),
+        ),
+    },
+    ("apiVersion", "kind", "metadata", "spec"),
+)
+
+
+def _leader_worker_set_templates(obj: dict[str, Any]) -> None:
+    """Each pod template (with the claim templates) as a StatefulSet's, strictly."""
+    group = obj["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        template = group[key]
+        spec: dict[str, Any] = {
+            "serviceName": obj["metadata"]["name"],
+            "selector": {"matchLabels": template["metadata"]["labels"]},
+            "template": template,
+        }
+        for field in ("volumeClaimTemplates", "persistentVolumeClaimRetentionPolicy"):
+            if field in group:
+                spec[field] = group[field]
+        validate_object(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"name": obj["metadata"]["name"], "namespace": "x"},
+                "spec": spec,
+            }
+        )
+
+
 CRD_SCHEMAS = {
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LEADER_WORKER_SET_SCHEMA,
     ("inference.networking.k8s.io/v1", "InferencePool"): INFERENCE_POOL_SCHEMA,
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): HTTP_ROUTE_SCHEMA,
     ("karpenter.sh/v1", "NodePool"): NODE_POOL_SCHEMA,
@@ -331,6 +412,8 @@ def validate_object(obj: dict[str, Any]) -> None:
     schema = CRD_SCHEMAS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
     if schema is not None:
         jsonschema.validate(obj, schema)
+        if obj["kind"] == "LeaderWorkerSet":
+            _leader_worker_set_templates(obj)
         return
     dra = obj.get("apiVersion") == "resource.k8s.io/v1" or _has_claims(obj)
     for version in DRA_VERSIONS if dra else KUBERNETES_VERSIONS:

@@ -178,6 +178,10 @@ def update_strategy(objects: Objects) -> Any:
     return sts(objects)["spec"]["updateStrategy"]
 
 
+def lws_rollout(objects: Objects) -> Any:
+    return of_kind(objects, "LeaderWorkerSet")[0]["spec"]["rolloutStrategy"]
+
+
 def plan(objects: Objects) -> Any:
     return json.loads(sts(objects)["metadata"]["annotations"][names.PLAN])
 
@@ -212,6 +216,19 @@ def keda_case(key: str, value: Any) -> Case:
 
 def node_pool(objects: Objects) -> Any:
     return of_kind(objects, "NodePool")[0]["spec"]["template"]["spec"]
+
+
+# Two 8-GPU H100 nodes per replica (TP 8, PP 2), and the same on a LeaderWorkerSet.
+MULTI_NODE = merge(
+    BASE,
+    {
+        "capacity": {
+            "gpu": {"products": ["NVIDIA-H100-80GB-HBM3"]},
+            "parallelism": {"tensor": 8, "pipeline": 2},
+        }
+    },
+)
+ON_LWS = merge(MULTI_NODE, {"multiNode": {"backend": "LeaderWorkerSet"}})
 
 
 @dataclass(frozen=True)
@@ -488,6 +505,17 @@ CASES: dict[str, Case] = {
     ),
     "spec.rollout.maxUnavailable": Case(
         {"rollout": {"maxUnavailable": 2}}, update_strategy, merge(BASE, {"rollout": {}})
+    ),
+    "spec.rollout.maxSurge": Case(
+        {"rollout": {"maxSurge": 1}}, lws_rollout, merge(ON_LWS, {"rollout": {}})
+    ),
+    "spec.multiNode.backend": Case(
+        {"multiNode": {"backend": "LeaderWorkerSet"}}, kind("LeaderWorkerSet"), MULTI_NODE
+    ),
+    "spec.multiNode.exclusiveTopology": Case(
+        {"multiNode": {"exclusiveTopology": "nvidia.com/gpu.clique"}},
+        lambda objects: of_kind(objects, "LeaderWorkerSet")[0]["metadata"]["annotations"],
+        ON_LWS,
     ),
     "spec.rollout.canary.replicas": Case(
         {"rollout": {"canary": {"replicas": 1}}},

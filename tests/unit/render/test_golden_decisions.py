@@ -41,7 +41,15 @@ def input_deployment(case: str) -> NemotronDeployment:
 
 
 def statefulsets(case: str) -> list[dict[str, Any]]:
-    return [o for o in golden(case) if o["kind"] == "StatefulSet"]
+    """The serving StatefulSets; a LeaderWorkerSet counts as the two it makes (its leader and
+    worker templates, with the LeaderWorkerSet's metadata)."""
+    found = [o for o in golden(case) if o["kind"] == "StatefulSet"]
+    for lws in (o for o in golden(case) if o["kind"] == "LeaderWorkerSet"):
+        group = lws["spec"]["leaderWorkerTemplate"]
+        for key, replicas in (("leaderTemplate", 1), ("workerTemplate", group["size"] - 1)):
+            spec = {"replicas": replicas, "template": group[key], "leaderWorkerSet": lws["spec"]}
+            found.append({"kind": "LeaderWorkerSet", "metadata": lws["metadata"], "spec": spec})
+    return found
 
 
 def plan_of(case: str) -> dict[str, Any]:
@@ -122,6 +130,18 @@ def test_node_rank_zero_is_the_leader_and_workers_take_their_pod_index(case: str
         (leader,) = leaders
         assert leader["spec"]["replicas"] == plan["replicas"]
         assert "--node-rank" not in vllm(leader)["args"]
+        return
+    if all(s["kind"] == "LeaderWorkerSet" for s in all_sts):
+        # One group template each; LWS's pod webhook injects the rank and the leader address.
+        (leader,), (worker,) = leaders, workers
+        assert leader["spec"]["leaderWorkerSet"]["replicas"] == plan["replicas"]
+        assert leader["spec"]["leaderWorkerSet"]["leaderWorkerTemplate"]["size"] == nodes
+        for sts, rank in ((leader, "0"), (worker, "$(LWS_WORKER_INDEX)")):
+            container = vllm(sts)
+            assert flag(container["args"], "--node-rank") == rank
+            assert flag(container["args"], "--nnodes") == str(nodes)
+            assert flag(container["args"], "--master-addr") == "$(LWS_LEADER_ADDRESS)"
+            assert "NODE_RANK" not in {e["name"] for e in container.get("env", [])}
         return
     assert len(leaders) == len(workers) == plan["replicas"]
     for leader in leaders:

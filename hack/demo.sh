@@ -18,10 +18,23 @@
 # default NVIDIA-H200:8x2,NVIDIA-B200:8x1), DEMO_LOAD_SECONDS (simulated model load, default 3),
 # DEMO_TIMEOUT (seconds to wait for Ready, default 120), DEMO_KEEP=1 (keep the cluster running
 # until Ctrl-C, to explore it with kubectl).
+#
+# DEMO_ENGINE=vllm: a REAL vLLM instead of the stand-in -- vLLM's CPU build (installed by
+# hack/build-vllm-cpu.sh on first use) serving a tiny Nemotron-H with MTP and random weights
+# (nemotron_sim.checkpoints, written onto the deployment's claim):
+# examples/tiny-nemotron-h-cpu.yaml on one NVIDIA-L40S node; Ready takes minutes on 2 cores
+# (DEMO_TIMEOUT default 900).
 source "$(dirname "$0")/lib.sh"
 ensure_venv
 "$ROOT/hack/build-controlplane.sh"
 cd "$ROOT"
+ENGINE="${DEMO_ENGINE:-stand-in}"
+case "$ENGINE" in
+  stand-in|vllm) ;;
+  *) echo "demo: DEMO_ENGINE must be stand-in or vllm, not '$ENGINE'" >&2; exit 2 ;;
+esac
+# Installed before entering the namespace (nothing is downloaded inside it).
+if [ "$ENGINE" = "vllm" ]; then "$ROOT/hack/build-vllm-cpu.sh"; fi
 # The rest runs inside a network namespace of its own, where the cluster's 10.x addresses are
 # local (python -m nemotron_sim.netns; the shell is re-run there).
 if [ "${NEMOTRON_SIM_NETNS:-}" != "1" ]; then
@@ -29,10 +42,19 @@ if [ "${NEMOTRON_SIM_NETNS:-}" != "1" ]; then
 fi
 DEMO_START=$SECONDS
 
-EXAMPLE="${DEMO_EXAMPLE:-examples/nano-bf16.yaml}"
-NODES="${DEMO_NODES:-NVIDIA-H200:8x2,NVIDIA-B200:8x1}"
+SIM_ENGINE=()
+if [ "$ENGINE" = "vllm" ]; then
+  EXAMPLE="${DEMO_EXAMPLE:-examples/tiny-nemotron-h-cpu.yaml}"
+  NODES="${DEMO_NODES:-NVIDIA-L40S:1x1}"
+  TIMEOUT="${DEMO_TIMEOUT:-900}"
+  VLLM_PY="$("$ROOT/hack/build-vllm-cpu.sh" --print-dir)/bin/python"
+  SIM_ENGINE=(--engine vllm --vllm-python "$VLLM_PY")
+else
+  EXAMPLE="${DEMO_EXAMPLE:-examples/nano-bf16.yaml}"
+  NODES="${DEMO_NODES:-NVIDIA-H200:8x2,NVIDIA-B200:8x1}"
+  TIMEOUT="${DEMO_TIMEOUT:-120}"
+fi
 LOAD_SECONDS="${DEMO_LOAD_SECONDS:-3}"
-TIMEOUT="${DEMO_TIMEOUT:-120}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/nemotron-demo.XXXXXX")"
 SIM_PID=""
 RELEASE="nemotron-operator"
@@ -74,10 +96,17 @@ cat <<EOF
  vLLM metric names). No model, GPU or container is involved.
 ================================================================================
 EOF
+if [ "$ENGINE" = "vllm" ]; then
+  VLLM_RELEASE="$("$VLLM_PY" -c 'import vllm; print(vllm.__version__)')"
+  echo " ENGINE: a REAL vLLM (vLLM's CPU build, $VLLM_RELEASE) serving a TINY Nemotron-H"
+  echo " with RANDOM weights (4 MB, made on this machine) on the CPU: the parsers, metrics,"
+  echo " KV-cache allocation and MTP are vLLM's own; the words are not a trained model's."
+  echo "================================================================================"
+fi
 
 step "Start the cluster: real control plane, SIMULATED nodes ($NODES)"
 "$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
-  --load-seconds "$LOAD_SECONDS" >"$WORK/sim.log" 2>&1 &
+  --load-seconds "$LOAD_SECONDS" "${SIM_ENGINE[@]}" >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
 for _ in $(seq 1 1200); do  # up to 120 s
   grep -q "SIMULATED cluster ready" "$WORK/sim.log" 2>/dev/null && break
@@ -102,6 +131,19 @@ show kubectl get deployments,pods -n "$OPERATOR_NAMESPACE" -o wide
 step "Apply $EXAMPLE"
 printf 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n' "$NAMESPACE" \
   | kubectl apply -f -
+if [ "$ENGINE" = "vllm" ]; then
+  step "The tiny checkpoint onto the claim the deployment names (spec.model.source.pvc)"
+  CLAIM="$("$PY" -c '
+import sys, yaml
+print(yaml.safe_load(open(sys.argv[1]))["spec"]["model"]["source"]["pvc"]["claimName"])' "$EXAMPLE")"
+  printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: %s, namespace: %s}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n' \
+    "$CLAIM" "$NAMESPACE" | kubectl apply -f -
+  CLAIMS="$(sed -n 's/^  claims: *\([^ ]*\).*/\1/p' "$WORK/sim.log")"
+  echo "$ python -m nemotron_sim.checkpoints --deployment $EXAMPLE --mtp ...  (vLLM's Python)"
+  PYTHONPATH="$ROOT/operator" "$VLLM_PY" -m nemotron_sim.checkpoints --deployment "$EXAMPLE" \
+    --claims-root "$CLAIMS" --mtp >/dev/null
+  ls -l "$CLAIMS/$NAMESPACE/$CLAIM"/*/
+fi
 show kubectl apply -f "$EXAMPLE"
 
 step "Watch kubectl get nd until Ready (at most ${TIMEOUT}s)"
@@ -184,7 +226,7 @@ request = urllib.request.Request(
     f"{base}/v1/chat/completions", json.dumps(body).encode(),
     {"Content-Type": "application/json"},
 )
-with urllib.request.urlopen(request, timeout=10) as response:
+with urllib.request.urlopen(request, timeout=120) as response:
     answer = json.load(response)
     simulated = response.headers.get("X-Simulated", "")
 message = answer["choices"][0]["message"]
@@ -237,7 +279,7 @@ def chat(worker: int) -> None:
                 "messages": [{"role": "user", "content": f"request {worker}.{i}"}]}
         request = urllib.request.Request(f"{base}/v1/chat/completions", json.dumps(body).encode(),
                                          {"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=10).read()
+        urllib.request.urlopen(request, timeout=120).read()
 
 
 def status() -> dict:
@@ -250,7 +292,7 @@ print("4 clients send chat completions; the operator scrapes the serving pods ev
 workers = [threading.Thread(target=chat, args=(w,)) for w in range(4)]
 for worker in workers:
     worker.start()
-deadline = time.monotonic() + 20
+deadline = time.monotonic() + 60
 shown = {}
 while time.monotonic() < deadline:
     shown = status().get("throughput") or {}

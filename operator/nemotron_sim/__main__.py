@@ -75,6 +75,14 @@ async def serve(args: argparse.Namespace) -> None:
         steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in cluster.timings.items())
         _say(f"  started in {cluster.started_seconds:.1f} s: {steps}")
         _say(f"  audit log:  {plane.audit_log}")
+        if args.engine == "vllm":
+            _say(f"  engine:     REAL vLLM (CPU build, {args.vllm_python}) for vllm/vllm-openai")
+            claims = (
+                cluster.kubelet_settings.workdir / "claims"
+                if cluster.kubelet_settings.workdir
+                else None
+            )
+            _say(f"  claims:     {claims}  (a claim's files: NAMESPACE/CLAIM below it)")
         _say(f"  commands inside: python -m nemotron_sim.netns --join {os.getpid()} -- kubectl "
              "get nodes   (hack/sim-exec.sh)")  # fmt: skip
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")

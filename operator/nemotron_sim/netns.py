@@ -114,6 +114,16 @@ def join(pid: int) -> None:
     os.environ[MARKER_ENV] = "1"
 
 
+def set_loopback_up() -> None:
+    """``ip link set lo up`` in this process's namespace."""
+    _set_loopback_up()
+
+
+def add_local_route(network: str, prefix: int) -> None:
+    """``ip route add local NETWORK/PREFIX dev lo`` in this process's namespace."""
+    _add_local_route(network, prefix)
+
+
 def _set_loopback_up() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         request = struct.pack("16sH14x", b"lo", 0)

@@ -1,33 +1,49 @@
-"""Run a program as a container runtime would: its volumes at their ``mountPath``.
+"""Run a program as a container runtime would: a network namespace and volumes of its own.
 
 ``python -m nemotron_sim.kubelet.container_root PROGRAM [ARGS...]`` (the kubelet puts it in front
-of a real engine's argv, see real_engine.py) reads the container's mounts from
-``NEMOTRON_SIM_MOUNTS`` (``{mountPath: directory}``, podfiles.py), enters a mount namespace of
-its own, builds a root there — a tmpfs holding every top-level entry of this machine's ``/``
-bound recursively (the "image" is this machine), then each volume bound at its ``mountPath``
-(over what the machine has there) — changes root into it and executes PROGRAM with the
-simulator's own ``NEMOTRON_SIM_*`` variables removed. The rendered command and paths then run
-unchanged: ``vllm serve /models/...`` finds the checkpoint the claim holds. Nothing outside the
-namespace changes, except a missing mount point below an existing directory of this machine
-(none of the operator's mount paths needs one: they are top-level, ``/dev/shm`` or ``/tmp``).
+of a real engine's argv, see real_engine.py):
 
-Needs root (or a user namespace's root, as in the simulated cluster's own namespace); ``readOnly``
-mounts are bound writable; the container's ``securityContext`` (user, capabilities) is not applied.
+- **network**: it listens on ``podIP:port`` for each of the container's ports in the cluster's
+  namespace (``NEMOTRON_SIM_POD_IP``, ``NEMOTRON_SIM_PORTS``), then moves into a network namespace
+  of its own — ``lo`` only, the pod IP local there — where PROGRAM runs and may bind every
+  address as in a real pod (vLLM does: the rendered command has no ``--host``), and forwards
+  each connection to the same port inside. Pods of a simulated cluster otherwise share one
+  namespace, where two servers on one port, or a server and the Service proxy's ``ClusterIP:port``,
+  collide. Nothing in the pod's namespace can reach anything but itself.
+- **files**: in a mount namespace of its own it builds a root — a tmpfs holding every top-level
+  entry of this machine's ``/`` bound recursively (the "image" is this machine), then each volume
+  bound at its ``mountPath`` (``NEMOTRON_SIM_MOUNTS``, podfiles.py) — and PROGRAM runs changed
+  into it: ``vllm serve /models/...`` finds the checkpoint the claim holds.
+
+PROGRAM runs as a child with the simulator's ``NEMOTRON_SIM_*`` variables removed; this process
+forwards until it exits and exits with its code (``128 + signal`` if it was killed). The kubelet
+signals the whole process group, so PROGRAM gets SIGTERM directly. Needs root (or a user
+namespace's root, as in the simulated cluster's own namespace); ``readOnly`` mounts are bound
+writable; the container's ``securityContext`` (user, capabilities) is not applied.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import json
 import os
+import signal
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from nemotron_sim import netns
+
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
+PORTS_ENV = "NEMOTRON_SIM_PORTS"
+POD_IP_ENV = "NEMOTRON_SIM_POD_IP"
 _SIM_PREFIX = "NEMOTRON_SIM_"
-_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
+_CHUNK = 1 << 16
 
 
 class ContainerRootError(RuntimeError):
@@ -45,11 +61,14 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int) -> N
         raise ContainerRootError(f"mount {source} on {target}: {os.strerror(errno)}")
 
 
-def enter_root(mounts: Mapping[str, str], new_root: Path) -> None:
-    """Unshare the mount namespace, build the root in ``new_root`` and change root into it."""
-    if _libc().unshare(_CLONE_NEWNS) != 0:
+def unshare(flags: int) -> None:
+    if _libc().unshare(flags) != 0:
         errno = ctypes.get_errno()
-        raise ContainerRootError(f"unshare(CLONE_NEWNS): {os.strerror(errno)} (needs root)")
+        raise ContainerRootError(f"unshare({flags:#x}): {os.strerror(errno)} (needs root)")
+
+
+def build_root(mounts: Mapping[str, str], new_root: Path) -> None:
+    """In this process's (already unshared) mount namespace: the root in ``new_root``."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     new_root.mkdir(parents=True, exist_ok=True)
     _mount("tmpfs", str(new_root), "tmpfs", 0)
@@ -71,25 +90,96 @@ def enter_root(mounts: Mapping[str, str], new_root: Path) -> None:
             inside.parent.mkdir(parents=True, exist_ok=True)
             inside.touch(exist_ok=True)
         _mount(source, str(inside), None, _MS_BIND | _MS_REC)
-    os.chdir(new_root)
-    os.chroot(".")
-    os.chdir("/")
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # returns only on failure
+def listen(pod_ip: str, ports: Sequence[int]) -> list[socket.socket]:
+    """Listening sockets on the pod's ports, in the namespace this process is in now."""
+    out = []
+    for port in ports:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((pod_ip, port))
+        sock.listen(128)
+        out.append(sock)
+    return out
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(_CHUNK):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.close()
+
+
+async def forward(listeners: Sequence[socket.socket], target: str, child: int) -> int:
+    """Accept on ``listeners`` (outside) and connect to ``target:port`` (inside) until ``child``
+    exits; its wait status."""
+
+    async def serve(sock: socket.socket) -> asyncio.Server:
+        port = sock.getsockname()[1]
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                inner_reader, inner_writer = await asyncio.open_connection(target, port)
+            except OSError:
+                writer.close()  # not listening yet: the client sees the connection drop
+                return
+            await asyncio.gather(_pipe(reader, inner_writer), _pipe(inner_reader, writer))
+
+        return await asyncio.start_server(handle, sock=sock)
+
+    servers = [await serve(sock) for sock in listeners]
+    loop = asyncio.get_running_loop()
+    _, status = await loop.run_in_executor(None, os.waitpid, child, 0)
+    for server in servers:
+        server.close()
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     program = list(sys.argv[1:] if argv is None else argv)
     if not program:
         sys.stderr.write("usage: python -m nemotron_sim.kubelet.container_root PROGRAM ...\n")
         return 2
     mounts = json.loads(os.environ.get(MOUNTS_ENV) or "{}")
+    ports = [int(p) for p in json.loads(os.environ.get(PORTS_ENV) or "[]")]
+    pod_ip = os.environ.get(POD_IP_ENV) or ""
     for name in [n for n in os.environ if n.startswith(_SIM_PREFIX)]:
         del os.environ[name]
     try:
-        enter_root(mounts, Path.cwd() / "rootfs")
-    except (ContainerRootError, OSError) as error:
+        listeners = listen(pod_ip, ports) if pod_ip else []
+        unshare(_CLONE_NEWNS | _CLONE_NEWNET)
+        netns.set_loopback_up()
+        if pod_ip:
+            netns.add_local_route(pod_ip, 32)
+        new_root = Path.cwd() / "rootfs"
+        build_root(mounts, new_root)
+    except (ContainerRootError, netns.NamespaceError, OSError) as error:
         sys.stderr.write(f"container_root: {error}\n")
         return 128
-    return os.execvp(program[0], program)  # noqa: S606 (a container's command, as given)
+    child = os.fork()
+    if child == 0:  # the container's process
+        for sock in listeners:
+            sock.close()
+        os.chdir(new_root)
+        os.chroot(".")
+        os.chdir("/")
+        try:
+            os.execvp(program[0], program)  # noqa: S606 (a container's command, as given)
+        except OSError as error:
+            sys.stderr.write(f'exec: "{program[0]}": {error.strerror or error}\n')
+            os._exit(128)
+    # The kubelet signals the whole group: the child ends; this process waits for it.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_IGN)
+    status = asyncio.run(forward(listeners, pod_ip or "127.0.0.1", child))
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from nemotron_sim.kubelet.probes import ProbeCounter, ProbeSpec, probe_once
 from nemotron_sim.kubelet.process import ContainerProcess
 
 POD_IP_ENV = "NEMOTRON_SIM_POD_IP"
+PORTS_ENV = "NEMOTRON_SIM_PORTS"  # the container's containerPorts, JSON (container_root.py)
 OPERATOR_BIND_ENV = "NEMOTRON_OPERATOR_BIND_ADDRESS"
 _PASSED_THROUGH = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR")
 # (reason, message, warning) → an Event on the pod
@@ -139,6 +141,10 @@ class ProcessContainer:
         # address; here pods share the machine's, so its pod IP stands in for "every address of
         # the pod" (a container that sets the variable itself keeps its value).
         env[OPERATOR_BIND_ENV] = env[POD_IP_ENV]
+        ports = [
+            int(p["containerPort"]) for p in self.spec.get("ports") or [] if p.get("containerPort")
+        ]
+        env[PORTS_ENV] = json.dumps(ports)
         env.update(declared)
         command = [expand(str(w), declared) for w in self.spec.get("command") or []]
         args = [expand(str(w), declared) for w in self.spec.get("args") or []]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,46 @@ def test_volumes_appear_at_their_mount_paths_and_nothing_leaks_out(tmp_path: Pat
     assert done.stdout.strip() == "['config.json'] [] []"
     assert (scratch / "written").read_text() == "x"  # /tmp was the emptyDir
     assert not Path("/models").exists()  # the mount point exists only inside
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root (CI runs as root)")
+def test_the_container_binds_every_address_in_its_own_namespace_reached_at_the_pod_ip(
+    tmp_path: Path,
+) -> None:
+    """Two "pods" both serve on every address of port 18777 (as vLLM without --host does);
+    each is reached at its own pod IP through the forwarder, and exits with its own code."""
+    server = (
+        "import socket, sys; s = socket.socket(); s.bind(('0.0.0.0', 18777)); s.listen(); "
+        "c, _ = s.accept(); c.sendall(sys.argv[1].encode()); c.close(); sys.exit(3)"
+    )
+    pods = []
+    for name, ip in (("a", "10.1.0.7"), ("b", "10.1.0.8")):
+        work = tmp_path / name
+        work.mkdir()
+        env = {
+            "PATH": os.environ["PATH"],
+            "NEMOTRON_SIM_POD_IP": ip,
+            "NEMOTRON_SIM_PORTS": "[18777]",
+            "NEMOTRON_SIM_MOUNTS": "{}",
+        }
+        argv = [sys.executable, "-m", "nemotron_sim.kubelet.container_root",
+                sys.executable, "-c", server, name]  # fmt: skip
+        pods.append((ip, subprocess.Popen(argv, env=env, cwd=work, stderr=subprocess.PIPE)))
+    try:
+        for (ip, _), name in zip(pods, "ab", strict=True):
+            answer = b""
+            for _ in range(200):
+                try:
+                    with socket.create_connection((ip, 18777), timeout=5) as conn:
+                        answer = conn.recv(16)
+                except OSError:
+                    answer = b""
+                if answer:
+                    break
+                time.sleep(0.05)
+            assert answer == name.encode()
+        for _, process in pods:
+            assert process.wait(timeout=30) == 3, process.stderr
+    finally:
+        for _, process in pods:
+            process.kill()

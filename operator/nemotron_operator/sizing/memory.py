@@ -177,7 +177,8 @@ def evaluate(
     attention, mamba = cache_layers(model, spec_tokens)
     if not attention:
         attn_page = 0
-    block = cache.hybrid_block_size(attn_page, state.bytes, settings.profile.default_block_size)
+    start = settings.block_size or settings.profile.default_block_size
+    block = cache.hybrid_block_size(attn_page, state.bytes, start)
     page = block * attn_page if attention else state.bytes
     groups = cache.kv_cache_groups(attention, mamba)
     slots = cache.mamba_slots(spec_tokens, settings.prefix_caching)

@@ -49,6 +49,10 @@ class EngineSettings:
     # --gpu-memory-utilization as the spec gives it (None: the release's default is in effect)
     explicit_utilization: float | None = None
     planned_pool: bool = False  # spec.engine.kvCacheMemory: Planned
+    # --block-size in spec.engine.extraArgs: vLLM starts its hybrid block alignment from it
+    # instead of the release's default (``user_specified_block_size``; vLLM's CPU build forces
+    # 128 unless it is given)
+    block_size: int | None = None
 
     @property
     def profile(self) -> EngineProfile:
@@ -131,7 +135,21 @@ def resolve_settings(
         release=release,
         explicit_utilization=engine.gpu_memory_utilization,
         planned_pool=engine.kv_cache_memory == "Planned",
+        block_size=user_block_size(engine.extra_args),
     )
+
+
+def user_block_size(extra_args: list[str]) -> int | None:
+    """``--block-size N`` or ``--block-size=N`` among the extra args (a malformed value is left
+    to the flag check, which refuses it naming the field)."""
+    for i, arg in enumerate(extra_args):
+        name, _, value = arg.partition("=")
+        if name != "--block-size":
+            continue
+        if not value and i + 1 < len(extra_args):
+            value = extra_args[i + 1]
+        return int(value) if value.isdigit() and int(value) > 0 else None
+    return None
 
 
 def _release(engine: EngineSpec) -> EngineRelease:

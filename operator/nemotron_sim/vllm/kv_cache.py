@@ -154,6 +154,7 @@ def _allocate(
     attention_token = 2 * kv_heads * model.head_dim * kv_bytes if attention else 0
     mamba_page = _mamba_state_bytes(model, tp, spec_tokens, ssm_bytes) if mamba else 0
     default_block = BLOCK_SIZE_FROM_0_34 if release >= (0, 34) else BLOCK_ALIGN
+    default_block = _int(options, "--block-size", default_block)  # user_specified_block_size
     align = max(BLOCK_ALIGN, default_block)
     block = default_block
     if attention_token and mamba_page:

@@ -50,7 +50,8 @@ class ResponseShape:
             if self.chat:
                 message = self._message(reasoning, content, finish_reason)
                 finish_reason = message.finish_reason or finish_reason
-                # vLLM's ChatMessage serialises every field, null or not.
+                # vLLM's ChatMessage serialises its fields null or not, except tool_calls, absent
+                # when there is none (vLLM 0.32.0's CPU build, tests/contract/).
                 choice["message"] = {
                     "role": "assistant",
                     "content": message.content,
@@ -58,7 +59,7 @@ class ResponseShape:
                     "annotations": None,
                     "audio": None,
                     "function_call": None,
-                    "tool_calls": message.tool_calls,
+                    **({"tool_calls": message.tool_calls} if message.tool_calls else {}),
                     "reasoning": message.reasoning,
                 }
             else:

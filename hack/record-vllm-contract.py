@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Record what vLLM's CPU build answers, as the contract the stand-in vLLM is tested against
+(tests/unit/sim_vllm/test_contract.py).
+
+    hack/record-vllm-contract.py [OUTDIR]      (default tests/contract/vllm-<release>-cpu)
+
+Builds the engine if needed (hack/build-vllm-cpu.sh), writes a scripted tiny Nemotron-H with MTP
+(nemotron_sim.checkpoints) into a temporary directory, starts `vllm serve` on 127.0.0.1 with the
+flags in SERVE_ARGS (the ones the operator renders for it), sends the requests in REQUESTS and
+writes each answer (status and body; a stream as its lines) and /metrics and /v1/models to
+OUTDIR, then stops the engine. Takes 1-5 minutes on 2 cores. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PORT = 18931
+MODEL = "tiny"
+SERVE_ARGS = [
+    "--served-model-name", MODEL, "--max-model-len", "2048", "--enforce-eager",
+    "--kv-cache-memory-bytes", str(128 << 20), "--no-enable-prefix-caching",
+    "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}',
+    "--reasoning-parser", "nemotron_v3", "--tool-call-parser", "qwen3_coder",
+    "--enable-auto-tool-choice", "--host", "127.0.0.1", "--port", str(PORT),
+]  # fmt: skip
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+SCHEMA = {
+    "type": "object",
+    "properties": {"status": {"type": "string", "enum": ["ready"]}, "ok": {"type": "boolean"}},
+    "required": ["status", "ok"],
+    "additionalProperties": False,
+}
+OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+ON = {"chat_template_kwargs": {"enable_thinking": True}}
+
+
+def chat(prompt: str, max_tokens: int = 64, **extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "temperature": 0, "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}], **extra}  # fmt: skip
+
+
+# name → (method, path, body); a body with "stream": true is recorded line by line
+REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
+    "models": ("GET", "/v1/models", None),
+    "chat-plain": ("POST", "/v1/chat/completions", chat("Reply with the word: ready", **OFF)),
+    "chat-reasoning-on": ("POST", "/v1/chat/completions", chat("What is 2 + 3?", 256, **ON)),
+    "chat-reasoning-off": ("POST", "/v1/chat/completions", chat("What is 2 + 3?", 256, **OFF)),
+    "chat-tools": ("POST", "/v1/chat/completions",
+                   chat("Weather in Paris?", 256, tools=[WEATHER], tool_choice="auto", **OFF)),
+    "chat-json-schema": ("POST", "/v1/chat/completions", chat("JSON please", 128, **OFF,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "status", "schema": SCHEMA}})),
+    "chat-stream": ("POST", "/v1/chat/completions",
+                    chat("Say hi", 32, stream=True, stream_options={"include_usage": True}, **ON)),
+    "error-unknown-model": ("POST", "/v1/chat/completions", {**chat("hi"), "model": "nope"}),
+    "error-bad-max-tokens": ("POST", "/v1/chat/completions", chat("hi", -1)),
+    "error-too-long": ("POST", "/v1/chat/completions", chat("word " * 3000, 16)),
+    "metrics": ("GET", "/metrics", None),  # last: counters after the chats
+}  # fmt: skip
+
+
+def call(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:  # noqa: S310 (loopback)
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def record(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (method, path, body) in REQUESTS.items():
+        status, raw = call(method, path, body)
+        if name == "metrics":
+            (out / "metrics.txt").write_bytes(raw)
+            continue
+        if body is not None and body.get("stream"):
+            lines = [line for line in raw.decode().splitlines() if line.strip()]
+            answer: Any = {"status": status, "lines": lines}
+        else:
+            answer = {"status": status, "body": json.loads(raw)}
+        answer["request"] = {"method": method, "path": path, "body": body}
+        (out / f"{name}.json").write_text(json.dumps(answer, indent=2, sort_keys=True) + "\n")
+        sys.stderr.write(f"record-vllm-contract: {name}: HTTP {status}\n")
+
+
+def main() -> int:
+    build = ROOT / "hack" / "build-vllm-cpu.sh"
+    subprocess.run([str(build)], check=True)
+    venv = subprocess.run([str(build), "--print-dir"], capture_output=True, text=True, check=True)
+    python = Path(venv.stdout.strip()) / "bin" / "python"
+    release = subprocess.run([str(python), "-c", "import vllm; print(vllm.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else (
+        ROOT / "tests" / "contract" / f"vllm-{release.split('+')[0]}-cpu")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    env.update(PYTHONPATH=str(ROOT / "operator"), VLLM_HOST_IP="127.0.0.1",
+               VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="vllm-contract-") as tmp:
+        model = Path(tmp) / "model"
+        subprocess.run([str(python), "-m", "nemotron_sim.checkpoints", str(model), "--mtp"],
+                       check=True, env=env, stdout=subprocess.DEVNULL)  # fmt: skip
+        log = (Path(tmp) / "serve.log").open("wb")
+        serve = [str(python), "-m", "vllm.entrypoints.cli.main", "serve", str(model), *SERVE_ARGS]
+        server = subprocess.Popen(serve, env=env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 900
+            while not _up():
+                if server.poll() is not None or time.monotonic() > deadline:
+                    sys.stderr.write((Path(tmp) / "serve.log").read_text()[-4000:])
+                    return 1
+                time.sleep(2)
+            record(out)
+            (out / "COMMAND").write_text(
+                "hack/record-vllm-contract.py  # recorded from vLLM " + release + " with:\n"
+                "vllm serve <tiny scripted Nemotron-H with MTP> " + " ".join(SERVE_ARGS) + "\n"
+            )
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
+    sys.stderr.write(f"record-vllm-contract: wrote {out}\n")
+    return 0
+
+
+def _up() -> bool:
+    try:
+        return call("GET", "/health", None)[0] == 200
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -105,8 +105,11 @@ if [ "$ENGINE" = "vllm" ]; then
 fi
 
 step "Start the cluster: real control plane, SIMULATED nodes ($NODES)"
+# DEMO_REAL_NODES=N (root): N nodes run a real kubelet and containerd (hack/build-nodes.sh
+# --install-packages and hack/build-images.sh first); elsewhere the simulator says why not.
 "$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
-  --load-seconds "$LOAD_SECONDS" "${SIM_ENGINE[@]}" >"$WORK/sim.log" 2>&1 &
+  --load-seconds "$LOAD_SECONDS" "${SIM_ENGINE[@]}" --real-nodes "${DEMO_REAL_NODES:-0}" \
+  >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
 for _ in $(seq 1 1200); do  # up to 120 s
   grep -q "SIMULATED cluster ready" "$WORK/sim.log" 2>/dev/null && break
@@ -120,7 +123,8 @@ export KUBECACHEDIR="$WORK/kubecache"  # never mix this cluster's discovery into
 # helm's repositories, plugins and caches stay in the demo's directory, not in ~/.
 export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" \
   HELM_DATA_HOME="$WORK/helm/data"
-show kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.memory
+# CONTAINER-RUNTIME tells the nodes apart: containerd:// on a real node, sim:// on a simulated one.
+show kubectl get nodes -o wide -L nvidia.com/gpu.product,nvidia.com/gpu.count
 
 step "Install the operator with Helm (the CRD, the operator's Deployment, ServiceAccount, RBAC)"
 show helm install "$RELEASE" charts/nemotron-operator --namespace "$OPERATOR_NAMESPACE" \
@@ -194,7 +198,9 @@ print()
 print(f"endpoint: {status['endpoint']}")
 EOF
 echo
-show kubectl get statefulsets,pods,services -n "$NAMESPACE"
+show kubectl get statefulsets,services -n "$NAMESPACE"
+# Where each pod runs: its node (and, from the nodes above, whether that node is real).
+show kubectl get pods -A -o wide
 show kubectl get events -n "$NAMESPACE" --field-selector involvedObject.kind=NemotronDeployment \
   --sort-by=.lastTimestamp -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
 

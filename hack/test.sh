@@ -12,6 +12,19 @@ cd "$ROOT"
 # The LeaderWorkerSet controller the `lws` add-on runs (tests/integration/lws): about 3.5 minutes
 # of CPU on a cold Go cache, a no-op afterwards.
 "$ROOT/hack/build-lws.sh"
+# Real nodes for the e2e suite (root, as CI runs): Debian's containerd, runc and CNI plugins (apt,
+# pinned), the kubelet and the fake GPU device plugin (Go, cached like the control plane: seconds
+# once the control plane's build cache is warm), and the images built without Docker (cached).
+# Then NEMOTRON_REAL_NODES=1 runs tests/e2e with the operator and the serving pods as real
+# containers, and fails where real nodes cannot run. NEMOTRON_REAL_NODES=0 skips this.
+if [ "$(id -u)" = 0 ] && [ "${NEMOTRON_REAL_NODES:-1}" = 1 ]; then
+  "$ROOT/hack/build-nodes.sh" --install-packages
+  "$ROOT/hack/build-images.sh"
+  export NEMOTRON_REAL_NODES=1
+else
+  echo "test: the e2e suite runs on simulated kubelets (real nodes need root; NEMOTRON_REAL_NODES=${NEMOTRON_REAL_NODES:-unset})" >&2
+  export NEMOTRON_REAL_NODES=0
+fi
 "$ROOT/hack/lint.sh"
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass.
 pytest "$@"

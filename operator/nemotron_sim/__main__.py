@@ -72,6 +72,11 @@ async def serve(args: argparse.Namespace) -> None:
         if cluster.karpenter is not None:
             _say(f"  Karpenter:  {cluster.karpenter.build.version} (kwok provider; NodePools name "
                  "nodeClassRef karpenter.kwok.sh/KWOKNodeClass 'default')")  # fmt: skip
+        if cluster.real_node_count:
+            _say(f"  real nodes: {cluster.real_node_count} (kubelet + containerd, real containers;"
+                 " GPUs and capacity simulated)")  # fmt: skip
+        if cluster.real_node_note:
+            _say(f"  NO real nodes: {cluster.real_node_note}; the simulated kubelet runs them")
         steps = ", ".join(f"{step} {seconds:.1f} s" for step, seconds in cluster.timings.items())
         _say(f"  started in {cluster.started_seconds:.1f} s: {steps}")
         _say(f"  audit log:  {plane.audit_log}")

@@ -85,6 +85,13 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         help="real controllers of other projects to run in the cluster: lws (LeaderWorkerSet, "
         "built by hack/build-lws.sh)",
     )  # fmt: skip
+    parser.add_argument(
+        "--real-nodes", type=int, default=0, metavar="N",
+        help="run N nodes (system nodes first, then GPU nodes) as real kubelet + containerd "
+        "nodes with real containers (root; hack/build-nodes.sh --install-packages and "
+        "hack/build-images.sh first); where that cannot run, the simulated kubelet runs them "
+        "and says why",
+    )  # fmt: skip
     parser.add_argument("--no-events", action="store_true", help="the kubelets write no Events")
     parser.add_argument("-v", "--verbose", action="store_true", help="log the simulated parts")
 
@@ -134,4 +141,5 @@ def pod_options(args: argparse.Namespace) -> dict[str, Any]:
             else None
         ),
         "addons": addons(args),
+        "real_nodes": args.real_nodes,
     }

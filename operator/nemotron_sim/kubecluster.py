@@ -63,6 +63,7 @@ from nemotron_sim.kubelet.lost_nodes import LostNodeGate
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.lws import LeaderWorkerSetAddon
+from nemotron_sim.realnodes import RealNodes, RealNodeSpec, unavailable
 from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
@@ -105,11 +106,15 @@ class KubeCluster:
         crds: Sequence[Path] = (),
         karpenter: KarpenterOptions | None = None,
         addons: Sequence[str] = (),
+        real_nodes: int = 0,
     ) -> None:
         """``crds``: CRD files installed before kube-controller-manager starts (its garbage
         collector finds their types at once instead of at its next 30 s discovery).
         ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes.
-        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``)."""
+        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``).
+        ``real_nodes``: that many nodes (system nodes first, then GPU nodes) run a real kubelet
+        and containerd (nemotron_sim.realnodes) when this machine can; ``real_node_note`` says
+        why not otherwise, and the simulated kubelet runs them."""
         unknown = sorted(set(addons) - set(ADDONS))
         if unknown:
             raise ValueError(f"unknown add-on(s) {', '.join(unknown)}: {', '.join(ADDONS)}")
@@ -151,6 +156,9 @@ class KubeCluster:
         self._ordinals = iter(range(MAX_NODES))  # the nodes' InternalIPs, in order
         self._node_ips: dict[str, str] = {}  # what the kubelet serves (Karpenter's nodes join)
         self._pod_pools: dict[str, CidrPool] = {}
+        self.real_node_note = unavailable() if real_nodes else None
+        self.real_node_count = 0 if self.real_node_note else real_nodes
+        self.real: RealNodes | None = None
         self.proxy: FaultProxy | None = None
         self.api: KubeApi | None = None
         self.mirror: Mirror | None = None
@@ -208,7 +216,7 @@ class KubeCluster:
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
         lap("watch caches synced")
-        node_objects = self._node_objects()
+        node_objects, real = self._split_real(self._node_objects())
         self.nodes = NodeAgent(
             self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
         )
@@ -230,12 +238,17 @@ class KubeCluster:
         if self.karpenter is not None:
             await self.karpenter.start(self)
             lap("Karpenter")
+        if real:
+            self.real = RealNodes(plane, self.api, real)
+            await self.real.start()
+            lap("real nodes Ready")
         self.started_seconds = loop.time() - began
 
     async def stop(self) -> None:
         if self.karpenter is not None:
             self.karpenter.stop()
         for step in (
+            self.real.stop if self.real else None,
             self.proxy.stop if self.proxy else None,
             self.kubelet.stop if self.kubelet else None,
             self.kubelet_api.stop if self.kubelet_api else None,
@@ -250,7 +263,7 @@ class KubeCluster:
                 except Exception:
                     log.exception("stopping the simulated cluster: %s failed", step)
         self.kubelet = self.kubelet_api = self.proxies = self.nodes = self.mirror = None
-        self.proxy = None
+        self.proxy = self.real = None
         self.api = None
         if self.lws is not None:
             self.lws.stop()
@@ -295,6 +308,21 @@ class KubeCluster:
 
     def detach_node(self, name: str) -> None:
         self._node_ips.pop(name, None)
+
+    def _split_real(
+        self, nodes: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[RealNodeSpec]]:
+        """(the simulated nodes, the real ones): system nodes first, then GPU nodes, never a
+        DRA node (the fake device plugin advertises nvidia.com/gpu only)."""
+        order = sorted(nodes, key=lambda n: not n["metadata"]["name"].startswith("sim-system-"))
+        eligible = [n for n in order if "-dra-" not in n["metadata"]["name"]]
+        if self.real_node_count > len(eligible):
+            raise ValueError(f"--real-nodes {self.real_node_count}: only {len(eligible)} nodes "
+                             "can be real (system and non-DRA GPU nodes)")  # fmt: skip
+        real = eligible[: self.real_node_count]
+        names = {n["metadata"]["name"] for n in real}
+        specs = [RealNodeSpec.from_node(n, i) for i, n in enumerate(real)]
+        return [n for n in nodes if n["metadata"]["name"] not in names], specs
 
     async def _start_kubelets(self, node_ips: dict[str, str]) -> None:
         assert self.mirror is not None

@@ -3,11 +3,17 @@ see tests/e2e/cluster.py."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.e2e.cluster import KIND, E2ECluster, e2e_cluster
+
+# The real-node tier (hack/test.sh as root): every node but the DRA ones runs a real kubelet and
+# containerd, so the operator and the serving pods are real containers from images built
+# without Docker. Where real nodes cannot run, the tier fails and says why.
+REAL_NODES = os.environ.get("NEMOTRON_REAL_NODES") == "1"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,9 +36,11 @@ def cluster(
     from tests.kube import SHARED_OPTIONS
 
     pool = request.getfixturevalue("cluster_pool")
-    with pool.lease(
-        {**SHARED_OPTIONS, "purpose": "e2e"}, workdir, through_proxy=False
-    ) as simulated:
+    options = {**SHARED_OPTIONS, "purpose": "e2e", "real_nodes": 4 if REAL_NODES else 0}
+    with pool.lease(options, workdir, through_proxy=False) as simulated:
+        note = simulated.background.cluster.real_node_note
+        if note is not None:
+            pytest.fail(f"NEMOTRON_REAL_NODES=1 but real nodes cannot run here: {note}")
         try:
             with e2e_cluster(workdir, simulated) as handle:
                 yield handle

@@ -2,7 +2,7 @@
 and which one a deployment runs (``spec.engine.image``'s tag, or ``spec.engine.version``).
 
 A profile holds what moves the plan's arithmetic between releases; each value names the source
-file of that release it was read from (the wheels on PyPI, ``vllm-0.3X.0``; docs/sizing.md §10
+file of that release it was read from (the wheels on PyPI, ``vllm-0.3X.0``; docs/sizing.md §12
 and docs/compatibility.md list the differences). Patch releases map to their minor's profile.
 Pure: no I/O.
 """

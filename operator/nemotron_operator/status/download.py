@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.render import names as n
-from nemotron_operator.status.readiness import STUCK, UNSCHEDULABLE, Blocker, pod_blocker
+from nemotron_operator.status.readiness import (
+    STUCK,
+    UNSCHEDULABLE,
+    WAITING_FOR_STORAGE,
+    Blocker,
+    pod_blocker,
+)
 
 DOWNLOADING_WEIGHTS = "DownloadingWeights"
 DOWNLOAD_FAILED = "DownloadFailed"
@@ -75,7 +81,8 @@ def _stuck_attempt(job_name: str, pods: Sequence[Mapping[str, Any]]) -> Blocker 
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         found = pod_blocker(pod)
-        if found is not None and (found.reason in STUCK or found.reason == UNSCHEDULABLE):
+        waits = (UNSCHEDULABLE, WAITING_FOR_STORAGE)
+        if found is not None and (found.reason in STUCK or found.reason in waits):
             return Blocker(found.reason, f"download Job {job_name}: {found.message}")
     return None
 

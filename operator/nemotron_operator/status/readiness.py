@@ -3,7 +3,8 @@ blocking reason. Pure.
 
 The reasons, most specific first: a pod on a node that is not Ready (lost), a missing Secret, an
 image that cannot be pulled, a crash loop, another pod configuration error, a pod the scheduler
-cannot place, a model still loading, a rollout still running, pods not created yet.
+cannot place, a pod waiting for its volume claims to bind (storage, not capacity), a model still
+loading, a rollout still running, pods not created yet.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
 CRASH_LOOP = "CrashLoop"
 INVALID_POD_CONFIG = "InvalidPodConfig"
 UNSCHEDULABLE = "Unschedulable"
+# The scheduler waits for a claim to bind (an Immediate StorageClass's provisioner has not made
+# the volume yet): storage, not a shortage of GPUs.
+WAITING_FOR_STORAGE = "WaitingForStorage"
+_UNBOUND_CLAIMS = "unbound immediate PersistentVolumeClaims"
 LOADING_MODEL = "LoadingModel"
 VERIFYING = "Verifying"  # vLLM is up; the behavioural check runs before it takes traffic
 VERIFICATION_FAILED = "VerificationFailed"
@@ -41,6 +46,7 @@ _ORDER = (
     INVALID_POD_CONFIG,
     VERIFICATION_FAILED,
     UNSCHEDULABLE,
+    WAITING_FOR_STORAGE,
     LOADING_MODEL,
     VERIFYING,
     ROLLOUT_IN_PROGRESS,
@@ -125,16 +131,9 @@ def pod_blocker(
     if found is not None:
         return found
     status = pod.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if (
-            condition.get("type") == "PodScheduled"
-            and condition.get("status") == "False"
-            and condition.get("reason") == "Unschedulable"
-        ):
-            return Blocker(
-                UNSCHEDULABLE,
-                f"pod {_name(pod)} cannot be scheduled: {condition.get('message', '')}",
-            )
+    unplaced = _scheduling_blocker(pod)
+    if unplaced is not None:
+        return unplaced
     gated = _gate_blocker(pod)
     if gated is not None:
         return gated
@@ -144,6 +143,24 @@ def pod_blocker(
         # Which phase of the start, since when, and the plan's figure (status/startup.py).
         return Blocker(LOADING_MODEL, startup.describe(startup.pod_startup(pod), predicted))
     return Blocker(WAITING_FOR_PODS, f"pod {_name(pod)} is {status.get('phase') or 'Pending'}")
+
+
+def _scheduling_blocker(pod: Mapping[str, Any]) -> Blocker | None:
+    """What kube-scheduler said of a pod it could not place: storage or capacity."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            said = str(condition.get("message", ""))
+            if _UNBOUND_CLAIMS in said:
+                return Blocker(
+                    WAITING_FOR_STORAGE,
+                    f"pod {_name(pod)} waits for its volume claims to bind: {said}",
+                )
+            return Blocker(UNSCHEDULABLE, f"pod {_name(pod)} cannot be scheduled: {said}")
+    return None
 
 
 def _gate_blocker(pod: Mapping[str, Any]) -> Blocker | None:

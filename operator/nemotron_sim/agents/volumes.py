@@ -47,7 +47,7 @@ def storage_class() -> dict[str, Any]:
         },
         "provisioner": PROVISIONER,
         "reclaimPolicy": "Delete",
-        "volumeBindingMode": "Immediate",
+        "volumeBindingMode": "WaitForFirstConsumer",
     }
 
 

@@ -101,6 +101,15 @@ def test_missing_capacity_and_karpenter() -> None:
     assert conditions(pooled)["CapacityAvailable"].reason == "WaitingForNodes"
 
 
+def test_a_claim_binding_is_not_a_capacity_wait() -> None:
+    storage = Readiness(0, Blocker("WaitingForStorage", "pod x waits for its volume claims"))
+    status = compute_status(inputs(readiness=storage), None, now=T0)
+    assert status.phase == "Deploying"
+    assert conditions(status)["Progressing"].reason == "WaitingForStorage"
+    short = compute_status(inputs(capacity=SHORT, readiness=storage), None, now=T0)
+    assert short.phase == "WaitingForCapacity"  # a GPU shortage still is
+
+
 def test_stuck_pods_degrade_and_stop_progress() -> None:
     crash = Readiness(0, Blocker("CrashLoop", "pod x keeps crashing"))
     status = compute_status(inputs(readiness=crash), None, now=T0)

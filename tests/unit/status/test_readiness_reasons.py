@@ -187,6 +187,17 @@ def test_an_unschedulable_pod_says_what_the_scheduler_said() -> None:
     )
 
 
+def test_a_pod_waiting_for_its_claims_to_bind_waits_for_storage_not_capacity() -> None:
+    waiting = pod()
+    said = "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    waiting["status"]["conditions"].append(
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": said}
+    )
+    assert blocker([waiting]) == Blocker(
+        "WaitingForStorage", f"pod nano-0 waits for its volume claims to bind: {said}"
+    )
+
+
 @pytest.mark.parametrize(
     "condition",
     [

@@ -1,11 +1,14 @@
 # Thin wrappers around hack/; the scripts work without make too.
-.PHONY: test lint crds golden verify demo venv
+.PHONY: test test-fast lint crds golden verify demo venv
 
 venv:
 	bash -c "source hack/lib.sh && ensure_venv"
 
 test:
 	hack/test.sh
+
+test-fast:
+	hack/test-fast.sh
 
 lint:
 	hack/lint.sh

@@ -26,5 +26,6 @@ else
   export NEMOTRON_REAL_NODES=0
 fi
 "$ROOT/hack/lint.sh"
-# pytest exits 5 when it collects no tests; that is a failure here, never a pass.
-pytest "$@"
+# pytest exits 5 when it collects no tests; that is a failure here, never a pass. The 30 slowest
+# tests are listed, so that a slow one is seen where it is added.
+pytest --durations=30 "$@"

@@ -25,6 +25,9 @@ _NAMESPACE_ERROR: list[str] = []
 # hack/mutation.sh runs the unit tier once per mutant with --hypothesis-profile=mutation: fewer
 # generated examples per property (the properties without an explicit max_examples inherit it).
 settings.register_profile("mutation", max_examples=25, deadline=None)
+# hack/test-fast.sh (make test-fast): the same, so that the fast loop stays under two minutes;
+# the full suite (hack/test.sh) runs hypothesis' default 100 examples per property.
+settings.register_profile("fast", max_examples=25, deadline=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:

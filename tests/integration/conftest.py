@@ -34,10 +34,22 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 }
 
 
+# What starts the real control plane, a simulated cluster, helm or a benchmark run: a test that
+# uses one of these fixtures, or lives in one of these directories, is marked ``cluster`` and is
+# left out of ``make test-fast`` (hack/test-fast.sh); the rest of this tier is pure checks.
+CLUSTER_FIXTURES = frozenset({"cluster_pool", "admission", "helm_environment"})
+CLUSTER_DIRS = ("controlplane", "processes", "benchmarks", "cluster")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "/integration/" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
+        path = str(item.fspath)
+        if "/integration/" not in path:
+            continue
+        item.add_marker(pytest.mark.integration)
+        uses = CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if uses or any(f"/integration/{d}/" in path for d in CLUSTER_DIRS):
+            item.add_marker(pytest.mark.cluster)
 
 
 @pytest.fixture

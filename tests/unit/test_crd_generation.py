@@ -38,6 +38,7 @@ def schema(crd: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+@pytest.mark.slow  # generates the CRD: ~12 s; in the suite, not in make test-fast
 def test_committed_crd_matches_the_models(repo_root: Path) -> None:
     result = subprocess.run(
         [str(repo_root / "hack" / "verify-crds.sh")], capture_output=True, text=True, check=False

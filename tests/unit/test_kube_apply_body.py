@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,6 +34,7 @@ def test_the_plain_json_of_the_same_body_does_not_read_back() -> None:
     assert yaml.safe_load(json.dumps({"name": FOUND})) != {"name": FOUND}
 
 
+@pytest.mark.slow  # 300 examples: ~16 s; in the suite, not in make test-fast
 @settings(max_examples=300, deadline=None)
 @given(
     obj=st.dictionaries(

@@ -26,6 +26,7 @@ WRITE_VERBS = {"apply", "delete", "patch", "create", "replace"}
 NOW = datetime(2026, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
+@pytest.mark.slow  # parses every module: ~12 s; in the suite, not in make test-fast
 def test_nothing_outside_kube_calls_a_write_verb_of_the_client() -> None:
     calls = [
         f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}"

@@ -161,6 +161,7 @@ def test_plot_series_are_the_json_figures() -> None:
     assert data["idle_cpu_percent"] == [(5.0, 1.0), (10.0, 2.0)]
 
 
+@pytest.mark.slow  # matplotlib renders four plots: ~10 s; in the suite, not in make test-fast
 def test_plots_render_valid_pngs(tmp_path: Path) -> None:
     results = run_json()
     results["growth"] = growth(results)

@@ -75,6 +75,7 @@ def test_the_goldens_cover_the_layouts_the_issue_names(rendered: dict[str, str])
     assert "--reasoning-parser-plugin" in plugin["args"]
 
 
+@pytest.mark.slow  # runs the golden scripts: ~10 s; in the suite, not in make test-fast
 def test_verify_reports_a_stale_file_and_update_repairs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

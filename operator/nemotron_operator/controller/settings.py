@@ -43,7 +43,7 @@ class OperatorConfig:
     # it with rbac.inferenceGateway, which grants those kinds; without it they are never read).
     inference_gateway: bool = False
     # /metrics only for callers kube-apiserver authenticates and RBAC allows (TokenReview and
-    # SubjectAccessReview, controller/metrics_auth.py). The chart turns it on by default.
+    # SubjectAccessReview, controller/runtime/metrics_auth.py). The chart turns it on by default.
     metrics_auth: bool = False
     # capacity.gpu.allocation DRA: ResourceClaimTemplates written, ResourceSlices and
     # ResourceClaims watched by the GPU inventory (the chart sets it with rbac.dra, which grants

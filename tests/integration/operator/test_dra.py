@@ -22,7 +22,7 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
-from tests.integration.operator.test_rbac import _chart_rbac, _service_account_kubeconfig
+from tests.integration.operator.rbac_setup import chart_rbac, service_account_kubeconfig
 from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 from tests.kube import KubeHandle
 
@@ -211,7 +211,7 @@ def test_the_charts_dra_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) 
     install_crds(sim_cluster)
     ensure_namespace(sim_cluster, "nemotron-system")
     ensure_namespace(sim_cluster, NAMESPACE)
-    rbac = _chart_rbac(sim_cluster, tmp_path / "helm", "--set=rbac.dra=true")
+    rbac = chart_rbac(sim_cluster, tmp_path / "helm", "--set=rbac.dra=true")
     sim_cluster.kubectl("apply", "-f", "-", input=rbac)
     sim_cluster.wait_until(
         lambda: sim_cluster.kubectl(
@@ -220,7 +220,7 @@ def test_the_charts_dra_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) 
         ).stdout.strip() == "yes",
         what="the chart's RBAC in force",
     )  # fmt: skip
-    kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
+    kubeconfig = service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
     operator = OperatorProcess(
         sim_cluster,
         tmp_path / "operator.log",

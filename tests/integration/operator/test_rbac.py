@@ -11,7 +11,6 @@ from pathlib import Path
 import yaml
 
 from nemotron_sim.kubeapi.resources import ResourceKey
-from tests.helm import CHART, helm_env, run_helm
 from tests.integration.operator.helpers import (
     NAMESPACE,
     NDS,
@@ -23,45 +22,13 @@ from tests.integration.operator.helpers import (
     status,
     wait_ready,
 )
+from tests.integration.operator.rbac_setup import chart_rbac, service_account_kubeconfig
 from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 from tests.kube import KubeHandle
 from tests.kubectl import run_kubectl
 
 SCALED_OBJECTS = ResourceKey("keda.sh", "v1alpha1", "scaledobjects")
 KEDA = {"serverAddress": "http://prom:9090", "query": "sum(q)", "threshold": 2}
-RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
-
-
-def _chart_rbac(cluster: KubeHandle, home: Path, *extra: str) -> str:
-    """The chart's ServiceAccount and RBAC objects, with NodePool, PodMonitor, KEDA ScaledObject
-    and inference gateway writes on (and ``extra`` values)."""
-    rendered = run_helm(
-        helm_env(cluster.env, home),
-        "template",
-        "nemotron-operator",
-        str(CHART),
-        "--namespace=nemotron-system",
-        "--set=rbac.karpenterNodePools=true",
-        "--set=rbac.podMonitors=true",
-        "--set=rbac.kedaScaledObjects=true",
-        "--set=rbac.inferenceGateway=true",
-        *extra,
-    ).stdout
-    objects = [doc for doc in yaml.safe_load_all(rendered) if doc and doc["kind"] in RBAC_KINDS]
-    assert {obj["kind"] for obj in objects} == RBAC_KINDS
-    return yaml.safe_dump_all(objects)
-
-
-def _service_account_kubeconfig(cluster: KubeHandle, path: Path) -> Path:
-    """The admin's kubeconfig (through the fault proxy) with the operator ServiceAccount's
-    token from the TokenRequest API instead of the admin's."""
-    token = cluster.kubectl(
-        "create", "token", "nemotron-operator", "-n", "nemotron-system", "--duration=1h"
-    ).stdout.strip()
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"][0]["user"] = {"token": token}
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 def _install_chart_rbac(sim_cluster: KubeHandle, tmp_path: Path) -> None:
@@ -70,7 +37,7 @@ def _install_chart_rbac(sim_cluster: KubeHandle, tmp_path: Path) -> None:
     install_crds(sim_cluster)
     ensure_namespace(sim_cluster, "nemotron-system")
     ensure_namespace(sim_cluster, NAMESPACE)
-    sim_cluster.kubectl("apply", "-f", "-", input=_chart_rbac(sim_cluster, tmp_path / "helm"))
+    sim_cluster.kubectl("apply", "-f", "-", input=chart_rbac(sim_cluster, tmp_path / "helm"))
     sim_cluster.wait_until(
         lambda: sim_cluster.kubectl(
             "auth", "can-i", "watch", "nemotrondeployments.serving.nemotron.io", "-n", NAMESPACE,
@@ -82,7 +49,7 @@ def _install_chart_rbac(sim_cluster: KubeHandle, tmp_path: Path) -> None:
 
 def test_the_charts_rbac_is_enough(sim_cluster: KubeHandle, tmp_path: Path) -> None:
     _install_chart_rbac(sim_cluster, tmp_path)
-    kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
+    kubeconfig = service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
     # The operator's identity really is restricted: no Secrets.
     as_operator = {**sim_cluster.env, "KUBECONFIG": str(kubeconfig)}
     denied = run_kubectl(as_operator, "get", "secrets", "-n", NAMESPACE, check=False)
@@ -164,7 +131,7 @@ def test_rbac_revoked_mid_run_is_named_in_the_log_without_a_crash_loop_and_recov
     install_crds(sim_cluster)
     ensure_namespace(sim_cluster, "nemotron-system")
     ensure_namespace(sim_cluster, NAMESPACE)
-    rbac = _chart_rbac(sim_cluster, tmp_path / "helm")
+    rbac = chart_rbac(sim_cluster, tmp_path / "helm")
     sim_cluster.kubectl("apply", "-f", "-", input=rbac)
     (binding,) = [
         doc for doc in yaml.safe_load_all(rbac)
@@ -179,7 +146,7 @@ def test_rbac_revoked_mid_run_is_named_in_the_log_without_a_crash_loop_and_recov
         ).stdout.strip()  # fmt: skip
 
     sim_cluster.wait_until(lambda: can_watch() == "yes", what="the chart's RBAC in force")
-    kubeconfig = _service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
+    kubeconfig = service_account_kubeconfig(sim_cluster, tmp_path / "operator-kubeconfig")
     operator = OperatorProcess(
         sim_cluster,
         tmp_path / "operator.log",

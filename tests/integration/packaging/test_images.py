@@ -193,7 +193,7 @@ def test_the_operator_needs_only_its_declared_runtime_dependencies(repo_root: Pa
     import tomllib
     from importlib import metadata
 
-    from tests.integration.vllm_stub.test_image import normalise, requirement_closure
+    from tests.integration.vllm_stub.closure import normalise, requirement_closure
 
     declared = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["dependencies"]
     allowed = requirement_closure({re.split(r"[=<>!~\[ ]", d, maxsplit=1)[0] for d in declared})

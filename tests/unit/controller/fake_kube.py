@@ -3,10 +3,12 @@ kube-apiserver answers them, and every write request recorded so that a test can
 
 What it does like the API server: uids and a ``resourceVersion`` bumped on every write; label
 selectors (``k=v,…``) and ``status.phase!=…`` field selectors on lists; a server-side apply that
-keeps the object's status; a status merge patch refused with 409 when its ``resourceVersion`` is
-not the stored one; a JSON patch whose ``test`` fails refused with 422; an object with a
+keeps the object's status; a status merge patch refused with 409 when its ``resourceVersion`` is not
+the stored one; a JSON patch whose ``test`` fails refused with 422; an object with a
 ``deletionTimestamp`` removed once its last finalizer goes; a delete refused with 409 when the uid
-precondition does not match. What it does not: defaults, admission, watches, owners' garbage.
+precondition does not match. What it does not: defaults, admission, watches, owners' garbage. The
+one fake API server of the unit tests: the reconcile's, the inventory's and the writes' tests use
+it.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class FakeKube:
     served_crds: set[Resource] = field(default_factory=set)  # optional kinds whose CRD exists
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
     writes: list[Write] = field(default_factory=list)
+    lists: list[str] = field(default_factory=list)  # the plural of every list request, in order
     # Called after a GET of a NemotronDeployment: another writer acting between read and write.
     after_get: Callable[[FakeKube], None] | None = None
     _versions: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
@@ -100,6 +103,11 @@ class FakeKube:
     def stored(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any]:
         return self.objects[self.key(resource, namespace, name)]
 
+    def clear(self, resource: Resource) -> None:
+        """Remove every object of ``resource`` (set-up, not a request)."""
+        for key in [k for k in self.objects if k[0] == resource]:
+            del self.objects[key]
+
     def of_kind(self, resource: Resource) -> list[dict[str, Any]]:
         return [obj for (r, _, _), obj in self.objects.items() if r == resource]
 
@@ -122,6 +130,7 @@ class FakeKube:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
+        self.lists.append(resource.plural)
         return [
             copy.deepcopy(obj)
             for (r, ns, _), obj in self.objects.items()

@@ -12,11 +12,12 @@ from nemotron_operator.controller.watch.inventory import (
     slice_projection,
 )
 from nemotron_operator.kube import KubeClient
-from nemotron_operator.kube.resources import NODES, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from nemotron_operator.kube.resources import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES
 from nemotron_operator.render import names as n
 from nemotron_operator.sizing.dra import claim_node_gpus, dra_node_facts, gfd_name
 from nemotron_sim.agents.node_objects import build_nodes, gpu_facts, parse_node_spec
 from nemotron_sim.agents.resource_slices import build_resource_slice
+from tests.unit.controller.fake_kube import FakeKube
 
 NODE_SPEC = "NVIDIA-H200:8x1,NVIDIA-B200:8x2:dra"
 _VERSIONS = iter(range(100, 10_000))
@@ -107,23 +108,22 @@ def test_a_slice_is_projected_on_what_the_inventory_reads() -> None:
     assert dra_node_facts([projected]) == dra_node_facts(_slices()[:1])
 
 
-class FakeKube:
-    def __init__(self) -> None:
-        self.objects: dict[Any, list[dict[str, Any]]] = {
-            NODES: _nodes(),
-            PODS: [],
-            RESOURCE_SLICES: _slices(),
-            RESOURCE_CLAIMS: [_claim("x", "sim-b200-dra-0", 8), _claim("y", "sim-b200-dra-1", 2)],
-        }
-        self.listed: list[str] = []
-
-    async def list(self, resource: Any, *_: Any, **__: Any) -> list[dict[str, Any]]:
-        self.listed.append(resource.plural)
-        return list(self.objects[resource])
+def cluster() -> FakeKube:
+    """An H200 node of the device plugin, two B200 nodes of the DRA driver with their slices,
+    and two allocated claims."""
+    kube = FakeKube()
+    for resource, objects in (
+        (NODES, _nodes()),
+        (RESOURCE_SLICES, _slices()),
+        (RESOURCE_CLAIMS, [_claim("x", "sim-b200-dra-0", 8), _claim("y", "sim-b200-dra-1", 2)]),
+    ):
+        for obj in objects:
+            kube.put(resource, obj)
+    return kube
 
 
 async def test_listed_inventory_counts_claims_and_leaves_a_deployment_its_own() -> None:
-    kube = FakeKube()
+    kube = cluster()
     reader = InventoryReader(cast(KubeClient, kube), ttl=5.0, dra=True)
     theirs = await reader.read("ai", "new")
     assert _free(theirs) == {
@@ -132,23 +132,20 @@ async def test_listed_inventory_counts_claims_and_leaves_a_deployment_its_own() 
         ("sim-b200-dra-1", "DRA"): 6,
     }
     assert _free(await reader.read("ai", "x"))[("sim-b200-dra-0", "DRA")] == 8
-    assert sorted(kube.listed) == ["nodes", "pods", "resourceclaims", "resourceslices"]
+    assert sorted(kube.lists) == ["nodes", "pods", "resourceclaims", "resourceslices"]
     # Each deployment plans on its own kind of node.
     assert [x.name for x in theirs.for_allocation("DevicePlugin").nodes] == ["sim-h200-0"]
     assert theirs.for_allocation("DRA").products() == ("NVIDIA-B200",)
     # Without --dra nothing of DRA is read.
-    plain = FakeKube()
+    plain = cluster()
     reader = InventoryReader(cast(KubeClient, plain), ttl=5.0)
     assert [x.allocation for x in (await reader.read("ai", "new")).nodes] == ["DevicePlugin"]
-    assert sorted(plain.listed) == ["nodes", "pods"]
+    assert sorted(plain.lists) == ["nodes", "pods"]
 
 
 async def test_watched_inventory_follows_slices_and_claims_without_a_request() -> None:
-    class NoRequests:
-        async def list(self, *_: Any, **__: Any) -> Any:
-            raise AssertionError("the watched inventory must not list")
-
-    reader = InventoryReader(cast(KubeClient, NoRequests()), ttl=5.0, dra=True)
+    kube = FakeKube()  # the watched inventory must not list
+    reader = InventoryReader(cast(KubeClient, kube), ttl=5.0, dra=True)
     nodes, pods, slices, claims = reader.follow()
     for node in _nodes():
         nodes.store(node)
@@ -185,6 +182,7 @@ async def test_watched_inventory_follows_slices_and_claims_without_a_request() -
     slices.listener("DELETED", gone)
     names = [x.name for x in (await reader.read("ai", "new")).nodes]
     assert "sim-b200-dra-1" not in names
+    assert kube.lists == []  # the watched inventory never lists
 
 
 async def test_a_cluster_without_dra_ends_the_watches_and_says_so() -> None:

@@ -7,9 +7,10 @@ from typing import Any, cast
 
 from nemotron_operator.controller.watch.inventory import InventoryReader
 from nemotron_operator.kube import KubeClient
-from nemotron_operator.kube.resources import NODES
+from nemotron_operator.kube.resources import NODES, PODS
 from nemotron_operator.render import names as n
 from nemotron_operator.sizing import inventory_from_nodes
+from tests.unit.controller.fake_kube import FakeKube
 
 
 def _node(name: str, gpus: int = 8) -> dict[str, Any]:
@@ -37,15 +38,19 @@ def _pod(instance: str, node: str, gpus: int, namespace: str = "ai") -> dict[str
     }
 
 
-class FakeKube:
-    def __init__(self) -> None:
-        self.nodes = [_node("a"), _node("b")]
-        self.pods: list[dict[str, Any]] = []
-        self.lists = 0
+def cluster(*pods: dict[str, Any]) -> FakeKube:
+    """Two H200 nodes of 8 GPUs, a and b, and ``pods``."""
+    kube = FakeKube()
+    for node in (_node("a"), _node("b")):
+        kube.put(NODES, node)
+    set_pods(kube, *pods)
+    return kube
 
-    async def list(self, resource: Any, *_: Any, **__: Any) -> list[dict[str, Any]]:
-        self.lists += 1
-        return list(self.nodes if resource == NODES else self.pods)
+
+def set_pods(kube: FakeKube, *pods: dict[str, Any]) -> None:
+    kube.clear(PODS)
+    for pod in pods:
+        kube.put(PODS, pod)
 
 
 class Clock:
@@ -60,43 +65,42 @@ def _free(inventory: Any) -> dict[str, int]:
 
 
 async def test_one_read_serves_every_reconcile_within_the_ttl() -> None:
-    kube, clock = FakeKube(), Clock()
-    kube.pods = [_pod("x", "a", 4), _pod("y", "a", 2), _pod("z", "b", 8)]
+    kube, clock = cluster(_pod("x", "a", 4), _pod("y", "a", 2), _pod("z", "b", 8)), Clock()
     reader = InventoryReader(cast(KubeClient, kube), ttl=1.0, clock=clock)
     for instance in ("x", "y", "z", "new"):
         await reader.read("ai", instance)
-    assert kube.lists == 2  # nodes and pods, once
+    assert len(kube.lists) == 2  # nodes and pods, once
 
 
 async def test_a_deployment_does_not_count_against_itself() -> None:
-    kube, clock = FakeKube(), Clock()
-    kube.pods = [_pod("x", "a", 4), _pod("y", "a", 2), _pod("z", "b", 8), _pod("x", "b", 1, "ml")]
+    pods = (_pod("x", "a", 4), _pod("y", "a", 2), _pod("z", "b", 8), _pod("x", "b", 1, "ml"))
+    kube, clock = cluster(*pods), Clock()
     reader = InventoryReader(cast(KubeClient, kube), ttl=1.0, clock=clock)
     assert _free(await reader.read("ai", "x")) == {"a": 6, "b": 0}
     assert _free(await reader.read("ai", "z")) == {"a": 2, "b": 7}
     assert _free(await reader.read("ml", "x")) == {"a": 2, "b": 0}
     assert _free(await reader.read("ai", "new")) == {"a": 2, "b": 0}
     # The same figures as the uncached computation from the other pods.
-    others = [p for p in kube.pods if p["metadata"]["labels"][n.INSTANCE] != "z"]
-    assert await reader.read("ai", "z") == inventory_from_nodes(kube.nodes, others)
+    others = [p for p in kube.of_kind(PODS) if p["metadata"]["labels"][n.INSTANCE] != "z"]
+    assert await reader.read("ai", "z") == inventory_from_nodes(kube.of_kind(NODES), others)
 
 
 async def test_a_pod_bound_after_the_read_counts_once_the_ttl_has_passed() -> None:
-    kube, clock = FakeKube(), Clock()
+    kube, clock = cluster(), Clock()
     reader = InventoryReader(cast(KubeClient, kube), ttl=1.0, clock=clock)
     assert _free(await reader.read("ai", "x")) == {"a": 8, "b": 8}
-    kube.pods = [_pod("y", "a", 8)]
+    set_pods(kube, _pod("y", "a", 8))
     clock.now += 0.5
     assert _free(await reader.read("ai", "x")) == {"a": 8, "b": 8}  # within the TTL
     clock.now += 0.6
     assert _free(await reader.read("ai", "x")) == {"a": 0, "b": 8}
-    assert kube.lists == 4
+    assert len(kube.lists) == 4
 
 
 async def test_invalidate_forces_a_fresh_read() -> None:
-    kube, clock = FakeKube(), Clock()
+    kube, clock = cluster(), Clock()
     reader = InventoryReader(cast(KubeClient, kube), ttl=60.0, clock=clock)
     await reader.read("ai", "x")
-    kube.pods = [_pod("y", "b", 3)]
+    set_pods(kube, _pod("y", "b", 3))
     reader.invalidate()
     assert _free(await reader.read("ai", "x")) == {"a": 8, "b": 5}

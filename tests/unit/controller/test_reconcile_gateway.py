@@ -18,7 +18,7 @@ from nemotron_operator.kube.resources import (
     INFERENCE_POOLS,
     NEMOTRON_DEPLOYMENTS,
 )
-from tests.unit.controller.test_reconcile import (
+from tests.unit.controller.world import (
     CHILDREN,
     STATUS,
     World,

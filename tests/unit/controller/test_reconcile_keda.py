@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, SCALED_OBJECTS
-from tests.unit.controller.test_reconcile import CHILDREN, NAME, NS, World, deployment, world
+from tests.unit.controller.world import CHILDREN, NAME, NS, World, deployment, world
 
 PROMETHEUS = {"serverAddress": "http://prom:9090", "query": "sum(demand)", "threshold": 4}
 KEDA = {"provider": "KEDA", "minReplicas": 0, "maxReplicas": 3, "keda": {"prometheus": PROMETHEUS}}

@@ -9,7 +9,7 @@ from typing import Any
 
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS, STATEFULSETS
 from nemotron_operator.render import names as n
-from tests.unit.controller.test_reconcile import (
+from tests.unit.controller.world import (
     NAME,
     NS,
     STATUS,

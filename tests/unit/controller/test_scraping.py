@@ -84,6 +84,14 @@ async def served() -> AsyncIterator[tuple[Pods, list[str]]]:
 
 
 @dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
 class Ticks:
     """What the scraper hands on after each tick (the autoscaler's part)."""
 
@@ -95,11 +103,17 @@ class Ticks:
 
 @pytest.fixture
 async def scraper() -> AsyncIterator[Scraper]:
+    """A scraper on a fake clock (``scraper.clock.now``): time passes when a test moves it."""
     config = OperatorConfig(scrape_seconds=30.0, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0)
-    found = Scraper(config, WorkQueue(), OperatorMetrics(), after_tick=Ticks())
+    found = Scraper(config, WorkQueue(), OperatorMetrics(), after_tick=Ticks(), clock=Clock())
     async with aiohttp.ClientSession() as session:
         found._session = session  # as run() sets it
         yield found
+
+
+def advance(scraper: Scraper, seconds: float) -> None:
+    assert isinstance(scraper.clock, Clock)
+    scraper.clock.now += seconds
 
 
 async def seen(scraper: Scraper, pods: list[dict[str, Any]]) -> Any:
@@ -142,7 +156,7 @@ async def test_a_reconcile_never_scrapes_while_the_timer_does(
         scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
     )
     await seen(scraper, [pod("p0", ips[0])])
-    await asyncio.sleep(0.1)  # the timer's next tick is due
+    advance(scraper, 0.1)  # the timer's next tick is due
     pods.delay = 0.3
     # The timer's tick scrapes p0 while a reconcile sees a second pod and samples both.
     await asyncio.gather(scraper.tick(KEY), seen(scraper, [pod("p0", ips[0]), pod("p1", ips[1])]))
@@ -160,7 +174,7 @@ async def test_the_timer_skips_a_deployment_a_reconcile_has_just_sampled(
     scraper.config = OperatorConfig(
         scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
     )
-    await asyncio.sleep(0.05)
+    advance(scraper, 0.06)  # past half an interval
     await scraper.tick(KEY)
     assert pods.hits[ips[0]] == 2
 
@@ -186,7 +200,7 @@ async def test_each_tick_hands_the_last_figures_on_and_a_forgotten_deployment_no
         scrape_seconds=0.1, scrape_quiet_seconds=0, scrape_timeout_seconds=2.0
     )
     await seen(scraper, [pod("p0", ips[0])])
-    await asyncio.sleep(0.06)
+    advance(scraper, 0.06)
     await scraper.tick(KEY)
     assert [key for key, _ in ticks.seen] == [KEY]
     figures = ticks.seen[0][1]
@@ -215,14 +229,6 @@ def test_only_ready_leaders_with_an_ip_are_scraped() -> None:
     assert [(t.pod, t.key, t.url) for t in targets] == [
         ("a-0", "uid-a-0", "http://127.9.0.1:8000/metrics")
     ]
-
-
-@dataclass
-class Clock:
-    now: float = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def paced(clock: Clock, *, autoscaled: bool = False, quiet_seconds: float = 120.0) -> Scraper:

@@ -13,6 +13,7 @@ from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import NODE_POOLS, POD_MONITORS, PODS, Resource
 from nemotron_operator.kube.store import ObjectStore
 from nemotron_operator.render import names as n
+from tests.unit.controller.fake_kube import FakeKube
 
 
 def nd(name: str, version: int, replicas: int = 1) -> dict[str, Any]:
@@ -106,11 +107,8 @@ def _pod(instance: str, node: str | None, gpus: int, version: int = 1) -> dict[s
 
 
 async def test_the_inventory_is_kept_from_watch_events_without_a_request() -> None:
-    class NoRequests:
-        async def list(self, *_: Any, **__: Any) -> Any:
-            raise AssertionError("the watched inventory must not list")
-
-    reader = InventoryReader(cast(KubeClient, NoRequests()), ttl=5.0)
+    kube = FakeKube()  # the watched inventory must not list
+    reader = InventoryReader(cast(KubeClient, kube), ttl=5.0)
     nodes, pods = reader.follow()
     nodes.store(_node("h200-a"))
     nodes.store(_node("h200-b"))
@@ -147,14 +145,12 @@ async def test_the_inventory_is_kept_from_watch_events_without_a_request() -> No
     nodes_listener("DELETED", bound)
     theirs = await reader.read("ai", "someone")
     assert {x.name: x.free_gpus for x in theirs.nodes}["h200-b"] == 8
+    assert kube.lists == []  # the watched inventory never lists
 
 
 async def test_node_events_are_parsed_once_at_the_next_read_not_at_each_event() -> None:
-    class NoRequests:
-        async def list(self, *_: Any, **__: Any) -> Any:
-            raise AssertionError("the watched inventory must not list")
-
-    reader = InventoryReader(cast(KubeClient, NoRequests()), ttl=5.0)
+    kube = FakeKube()  # the watched inventory must not list
+    reader = InventoryReader(cast(KubeClient, kube), ttl=5.0)
     nodes, pods = reader.follow()
     for name in ("h200-a", "h200-b"):
         nodes.store(_node(name))
@@ -185,6 +181,7 @@ async def test_node_events_are_parsed_once_at_the_next_read_not_at_each_event() 
     await reader.read("ai", "someone")
     assert parsed == 1  # one parse for both reads
     assert {node.name: node.ready for node in inventory.nodes} == {"h200-a": False, "h200-b": True}
+    assert kube.lists == []  # the watched inventory never lists
 
 
 _REVISIONS = iter(range(10, 1000))

@@ -7,15 +7,7 @@ import pytest
 from nemotron_operator.api import Plan
 from nemotron_operator.observe.plan_check import compare, observed_cache, to_status
 from nemotron_operator.observe.samples import CacheConfigInfo
-from tests.status_objects import full_status
-
-
-def plan(blocks: int = 6000) -> Plan:
-    """A plan of ``blocks`` KV blocks, 150 per full-length (262,144-token) request."""
-    wire = full_status()["plan"]
-    wire.update(kvCacheBlocks=blocks, blocksPerSequence=150, maxModelLen=262144)
-    wire.update(maxConcurrency=blocks / 150, kvCacheTokens=int(blocks / 150 * 262144))
-    return Plan.model_validate(wire)
+from tests.unit.observe.plans import plan
 
 
 def info(blocks: int, **extra: str) -> CacheConfigInfo:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from nemotron_operator.api import Plan
 from nemotron_operator.observe.samples import CacheConfigInfo, PodSample
 from nemotron_operator.observe.tracker import DeploymentTracker, TrackerUpdate
-from tests.unit.observe.test_plan_check import plan
+from tests.unit.observe.plans import plan
 
 BLOCKS = 6000
 

@@ -9,44 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
-from nemotron_operator.api.errors import parse_deployment
 from nemotron_operator.cli import checks
 from nemotron_operator.render import names as n
-from nemotron_operator.render import render_all
 from nemotron_operator.render.gateway import GATEWAY_OBJECT_KINDS, picker_selector
-from nemotron_operator.sizing import plan_deployment
-from tests.unit.render.fakes import SUPER_VL, flag_value, of_kind
-
-SPEC: dict[str, Any] = {
-    "model": {"id": SUPER_VL},
-    "engine": {"maxModelLen": 262_144},
-    "capacity": {"gpu": {"products": ["NVIDIA-H200"]}, "parallelism": {"tensor": 4}},
-    "gateway": {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}},
-}
-
-
-def merged(base: dict[str, Any], change: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in change.items():
-        out[key] = merged(out[key], value) if isinstance(value, dict) and key in out else value
-    return out
-
-
-def render(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    deployment = parse_deployment(
-        {
-            "apiVersion": "serving.nemotron.io/v1alpha1",
-            "kind": "NemotronDeployment",
-            "metadata": {"name": "super", "namespace": "ai"},
-            "spec": spec,
-        }
-    )
-    return render_all(deployment, plan_deployment(deployment.spec))
-
-
-def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (found,) = of_kind(objects, kind)
-    return found
+from tests.unit.render.fakes import flag_value, of_kind
+from tests.unit.render.gateway_cases import SPEC, merged, one, render
 
 
 def picker_config(objects: list[dict[str, Any]]) -> dict[str, Any]:

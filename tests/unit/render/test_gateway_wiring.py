@@ -12,8 +12,8 @@ import pytest
 
 from nemotron_operator.render.gateway import EXT_PROC_SERVICE, GATEWAY_OBJECT_KINDS
 from tests.unit.render.fakes import flag_value, of_kind
+from tests.unit.render.gateway_cases import SPEC, merged, one, render
 from tests.unit.render.schemas import validate_object
-from tests.unit.render.test_gateway import SPEC, merged, one, render
 
 ROUTED = merged(
     SPEC,

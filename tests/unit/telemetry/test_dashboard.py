@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from nemotron_operator.observe.samples import USED_SERIES
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_sim.vllm.metrics import VllmMetrics
-from tests.unit.telemetry.test_metrics import populate
+from tests.unit.telemetry.populated import populate
 
 DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "nemotron-operator.json"
 SERIES_NAME = re.compile(r"\b(nemotron_[a-z0-9_]+|vllm:[a-z0-9_:]+)")

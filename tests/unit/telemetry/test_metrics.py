@@ -8,30 +8,11 @@ import dataclasses
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from nemotron_operator.api import Plan
-from nemotron_operator.observe.plan_check import compare, observed_cache
-from nemotron_operator.observe.samples import CacheConfigInfo
-from nemotron_operator.observe.throughput import ThroughputFigures
 from nemotron_operator.status import startup
-from nemotron_operator.telemetry import DeploymentFigures, OperatorMetrics, PlanFigures
+from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.deployment_series import DeploymentSeries
-from tests.status_objects import full_status
 from tests.unit.status import test_startup as starting
-
-FIGURES = ThroughputFigures(
-    generation_tokens_per_second=812.5,
-    prompt_tokens_per_second=90.0,
-    requests_running=7,
-    requests_waiting=3,
-    kv_cache_usage=0.42,
-    mtp_acceptance_rate=0.66,
-    mtp_mean_accepted_length=2.3,
-    ttft_seconds_p50=0.12,
-    ttft_seconds_p95=0.5,
-    pods_sampled=2,
-    pods_with_rates=2,
-    unresponsive_pods=("b-1",),
-)
+from tests.unit.telemetry.populated import FIGURES, populate
 
 
 def series(metrics: OperatorMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -49,19 +30,6 @@ def deployment_series(metrics: OperatorMetrics, name: str) -> dict[str, float]:
         for (metric, labels), value in series(metrics).items()
         if ("name", name) in labels
     }
-
-
-def populate(metrics: OperatorMetrics, name: str, product: str = "NVIDIA-H200") -> Plan:
-    plan = Plan.model_validate(full_status()["plan"] | {"kvCacheBlocks": 6000})
-    metrics.set_readiness("ai", name, product, DeploymentFigures(2, 1, False, 412.0))
-    metrics.set_plan("ai", name, product, PlanFigures.from_plan(plan))
-    metrics.set_throughput("ai", name, product, FIGURES)
-    observed = observed_cache("p", CacheConfigInfo({"num_gpu_blocks": "5400"}), plan)
-    assert observed is not None
-    result = compare(plan, [observed])
-    assert result is not None
-    metrics.set_plan_check("ai", name, product, result)
-    return plan
 
 
 def test_every_deployment_series_carries_bounded_labels_and_follows_the_naming_rules() -> None:

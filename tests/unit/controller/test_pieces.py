@@ -211,20 +211,21 @@ def test_health_fails_when_work_waits_and_no_reconcile_finishes() -> None:
 
 
 def test_queue_reports_its_longest_waiting_due_key() -> None:
+    now = [500.0]  # a fake clock: time passes when the test moves it
+
     async def scenario() -> tuple[float | None, float | None, float | None]:
-        queue = WorkQueue()
+        queue = WorkQueue(clock=lambda: now[0])
         empty = queue.oldest_due()
         queue.add(("ai", "later"), 30.0)
         only_later = queue.oldest_due()
         queue.add(("ai", "now"))
-        await asyncio.sleep(0.01)
+        now[0] += 0.01
         return empty, only_later, queue.oldest_due()
 
     empty, only_later, oldest = asyncio.run(scenario())
     assert empty is None
     assert only_later is None  # not due yet
-    assert oldest is not None
-    assert oldest <= time.monotonic()
+    assert oldest == 500.0  # due since it was added
 
 
 def test_the_child_kinds_are_the_renderers_in_its_apply_order() -> None:

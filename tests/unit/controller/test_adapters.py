@@ -4,7 +4,6 @@ what it serves is reported, a failed load backs off and the fingerprint's revisi
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
@@ -69,7 +68,7 @@ async def test_runtime_add_remove_and_report() -> None:
 
     async def look(d: Any, started: str = "t0") -> Any:
         await sync.seen(KEY, d, [pod(started)])
-        await asyncio.gather(*sync._running.values())
+        await sync._running.settled()
         return await sync.seen(KEY, d, [pod(started)])
 
     try:
@@ -104,7 +103,7 @@ async def test_a_failed_load_is_reported_and_backs_off() -> None:
     sync = AdapterSync(WorkQueue(), port=stub.port or 0, clock=lambda: now[0])
     try:
         await sync.seen(KEY, d, [pod()])
-        await asyncio.gather(*sync._running.values())
+        await sync._running.settled()
         [(name, served, message)] = await sync.seen(KEY, d, [pod()])
         assert (name, served) == ("nano-0", ())
         assert message is not None
@@ -113,7 +112,7 @@ async def test_a_failed_load_is_reported_and_backs_off() -> None:
         stub.lora._env["HF_HUB_OFFLINE"] = "0"
         now[0] = 16.0
         await sync.seen(KEY, d, [pod()])
-        await asyncio.gather(*sync._running.values())
+        await sync._running.settled()
         assert await sync.seen(KEY, d, [pod()]) == (("nano-0", ("sql",), None),)
     finally:
         await stub.stop()
@@ -125,7 +124,7 @@ async def test_without_runtime_updates_only_reads() -> None:
     sync = AdapterSync(WorkQueue(), port=stub.port or 0)
     try:
         await sync.seen(KEY, d, [pod()])
-        await asyncio.gather(*sync._running.values())
+        await sync._running.settled()
         assert await sync.seen(KEY, d, [pod()]) == (("nano-0", ("sql",), None),)
         assert await sync.seen(KEY, deployment([]), []) == ()
     finally:

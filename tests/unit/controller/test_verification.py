@@ -4,7 +4,6 @@ leader."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any, cast
 
@@ -79,7 +78,7 @@ async def test_back_off_then_pass_and_the_worker_follows() -> None:
     async def reconcile() -> tuple[str, str, str] | None:
         pods = [kube.stored(PODS, "ai", n) for n in ("nano-0", "nano-0-w-1")]
         found = await verifier.seen(key, deployment, planned, pods)
-        await asyncio.gather(*verifier._running.values())
+        await verifier._running.settled()
         return found
 
     try:

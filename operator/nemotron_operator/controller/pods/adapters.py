@@ -20,7 +20,6 @@ Nothing here talks to the API server.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +29,7 @@ from typing import Any
 import aiohttp
 
 from nemotron_operator.api import NemotronDeployment
+from nemotron_operator.controller.pods.tasks import PodTasks, backoff
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.render import names as n
 from nemotron_operator.render.adapters import (
@@ -85,7 +85,7 @@ class AdapterSync:
         self.timeout = timeout
         self.clock = clock
         self._seen: dict[Key, dict[PodKey, _Seen]] = {}
-        self._running: dict[PodKey, asyncio.Task[None]] = {}
+        self._running = PodTasks()  # at most one check (or sync) per pod
         self._revision: dict[Key, int] = {}
 
     async def seen(
@@ -142,9 +142,7 @@ class AdapterSync:
 
     def _start(self, key: Key, pk: PodKey, pod: Mapping[str, Any], wanted: Served | None) -> None:
         url = f"http://{(pod.get('status') or {}).get('podIP')}:{self.port}"
-        task = asyncio.create_task(self._sync(key, pk, url, wanted))
-        self._running[pk] = task
-        task.add_done_callback(lambda _: self._running.pop(pk, None))
+        self._running.start(pk, self._sync(key, pk, url, wanted))
 
     async def _sync(self, key: Key, pk: PodKey, url: str, wanted: Served | None) -> None:
         before = self._seen.get(key, {}).get(pk)
@@ -158,7 +156,7 @@ class AdapterSync:
         failures = 0 if problem is None else (before.failures if before else 0) + 1
         delay = RECHECK_SECONDS
         if problem is not None:
-            delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (failures - 1))
+            delay = backoff(failures, BACKOFF_FIRST, BACKOFF_CAP)
             logger.warning(
                 "%s/%s: LoRA adapters of %s (again in %.0f s): %s", *key, pk[0], delay, problem
             )

@@ -29,6 +29,7 @@ import aiohttp
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.catalog.vllm_rule_input import reasoning_parser, tool_call_parser
 from nemotron_operator.controller.decide.desired import Planned
+from nemotron_operator.controller.pods.tasks import PodTasks, backoff
 from nemotron_operator.kube import ApiError, KubeClient, writes
 from nemotron_operator.observe.behaviour import (
     CHAT_PATH,
@@ -85,7 +86,7 @@ class Verifier:
         self.backoff_first = backoff_first
         self.backoff_cap = backoff_cap
         self.clock = clock
-        self._running: dict[PodKey, asyncio.Task[None]] = {}
+        self._running = PodTasks()  # at most one check (or sync) per pod
         # Per deployment, the pods that failed: how often, and no new check before when.
         self._failed: dict[Key, dict[PodKey, tuple[int, float]]] = {}
         self._slots = asyncio.Semaphore(MAX_CONCURRENT)
@@ -135,10 +136,7 @@ class Verifier:
         return failed is None or self.clock() >= failed[1] or reason != v.CHECK_FAILED
 
     def _start(self, key: Key, pod: Mapping[str, Any], wanted: Promises) -> None:
-        pk = _pod_key(pod)
-        task = asyncio.create_task(self._check(key, dict(pod), wanted))
-        self._running[pk] = task
-        task.add_done_callback(lambda _: self._running.pop(pk, None))
+        self._running.start(_pod_key(pod), self._check(key, dict(pod), wanted))
 
     async def _check(self, key: Key, pod: dict[str, Any], wanted: Promises) -> None:
         try:
@@ -158,7 +156,7 @@ class Verifier:
             logger.info("%s/%s: pod %s passed the behavioural check", *key, name)
         else:
             count = failed.get(pk, (0, 0.0))[0] + 1
-            delay = min(self.backoff_cap, self.backoff_first * 2 ** (count - 1))
+            delay = backoff(count, self.backoff_first, self.backoff_cap)
             failed[pk] = (count, self.clock() + delay)
             condition = {"status": "False", "reason": v.CHECK_FAILED, "message": failure}
             logger.warning(

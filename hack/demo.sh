@@ -24,9 +24,17 @@
 # (nemotron_sim.checkpoints, written onto the deployment's claim):
 # examples/tiny-nemotron-h-cpu.yaml on one NVIDIA-L40S node; Ready takes minutes on 2 cores
 # (DEMO_TIMEOUT default 900).
+#
+# DEMO_NODES=none DEMO_KARPENTER=1: no GPU node at first; Karpenter (its kwok cloud provider, built
+# by hack/build-karpenter.sh) runs beside the cluster, the example gets a Karpenter node pool
+# (nodeClassRef KWOKNodeClass "default", instance type sim-8x-<DEMO_GPU, default NVIDIA-H200>),
+# and the screen shows the NodePool, the NodeClaim and the node appearing, with their times.
 source "$(dirname "$0")/lib.sh"
 ensure_venv
 "$ROOT/hack/build-controlplane.sh"
+KARPENTER="${DEMO_KARPENTER:-}"
+GPU="${DEMO_GPU:-NVIDIA-H200}"
+if [ "$KARPENTER" = "1" ]; then "$ROOT/hack/build-karpenter.sh"; fi
 cd "$ROOT"
 ENGINE="${DEMO_ENGINE:-stand-in}"
 case "$ENGINE" in
@@ -109,7 +117,7 @@ step "Start the cluster: real control plane, SIMULATED nodes ($NODES)"
 # --install-packages and hack/build-images.sh first); elsewhere the simulator says why not.
 "$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
   --load-seconds "$LOAD_SECONDS" "${SIM_ENGINE[@]}" --real-nodes "${DEMO_REAL_NODES:-0}" \
-  >"$WORK/sim.log" 2>&1 &
+  $([ "$KARPENTER" = "1" ] && echo --karpenter) >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
 for _ in $(seq 1 1200); do  # up to 120 s
   grep -q "SIMULATED cluster ready" "$WORK/sim.log" 2>/dev/null && break
@@ -129,7 +137,8 @@ show kubectl get nodes -o wide -L nvidia.com/gpu.product,nvidia.com/gpu.count
 step "Install the operator with Helm (the CRD, the operator's Deployment, ServiceAccount, RBAC)"
 show helm install "$RELEASE" charts/nemotron-operator --namespace "$OPERATOR_NAMESPACE" \
   --create-namespace --wait --timeout "${TIMEOUT}s" --set operator.resyncSeconds=10 \
-  --set operator.scrapeSeconds=1
+  --set operator.scrapeSeconds=1 --set "rbac.karpenterNodePools=$([ "$KARPENTER" = "1" ] \
+  && echo true || echo false)"
 show kubectl get deployments,pods -n "$OPERATOR_NAMESPACE" -o wide
 
 step "Apply $EXAMPLE"
@@ -148,6 +157,24 @@ print(yaml.safe_load(open(sys.argv[1]))["spec"]["model"]["source"]["pvc"]["claim
     --claims-root "$CLAIMS" --mtp >/dev/null
   ls -l "$CLAIMS/$NAMESPACE/$CLAIM"/*/
 fi
+if [ "$KARPENTER" = "1" ]; then
+  # The example as it is, plus a Karpenter node pool on the kwok provider's node class.
+  "$PY" - "$EXAMPLE" "$GPU" >"$WORK/example.yaml" <<'EOF'
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+gpu = sys.argv[2]
+spec = doc["spec"]
+spec.setdefault("capacity", {}).setdefault("gpu", {})["products"] = [gpu]
+spec["nodePool"] = {"provisioner": "Karpenter", "karpenter": {
+    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
+    "instanceTypes": [f"sim-8x-{gpu.lower()}"]}}
+print(yaml.safe_dump(doc, sort_keys=False), end="")
+EOF
+  echo "$ kubectl apply -f $EXAMPLE  (with spec.nodePool and spec.capacity.gpu added:)"
+  sed -n '/^spec:/,$p' "$WORK/example.yaml"
+  EXAMPLE="$WORK/example.yaml"
+fi
+APPLIED=$SECONDS
 show kubectl apply -f "$EXAMPLE"
 
 step "Watch kubectl get nd until Ready (at most ${TIMEOUT}s)"
@@ -161,6 +188,27 @@ while [ "$SECONDS" -lt "$DEADLINE" ]; do
   # The AGE column changes every second; compare the rest.
   KEY="$(echo "$ROW" | awk '{$NF=""; print}')"
   if [ -n "$ROW" ] && [ "$KEY" != "$LAST" ]; then echo "$ROW"; LAST="$KEY"; fi
+  if [ "$KARPENTER" = "1" ]; then  # Karpenter's objects as they appear, with the time each took
+    for KIND in nodepools nodeclaims nodes; do
+      case "$KIND" in  # the demo's cluster has one NodePool, the deployment's
+        nodepools) SELECT=(-l "app.kubernetes.io/instance=$NAME") ;;
+        nodeclaims) SELECT=() ;;
+        nodes) SELECT=(-l karpenter.sh/nodepool) ;;
+      esac
+      SEEN_VAR="SEEN_${KIND}"
+      if [ -z "${!SEEN_VAR:-}" ]; then
+        OBJ="$(kubectl get "$KIND" "${SELECT[@]}" -o name 2>/dev/null | sed -n 1p || true)"
+        if [ -n "$OBJ" ]; then
+          printf -v "$SEEN_VAR" '%s' "$OBJ"
+          echo "   + $OBJ after $((SECONDS - APPLIED)) s"
+        fi
+      fi
+    done
+    if [ -n "${SEEN_nodes:-}" ] && [ -z "${NODE_READY:-}" ] && [ "$(kubectl get "$SEEN_nodes" \
+        -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; then
+      NODE_READY=1; echo "   + $SEEN_nodes Ready after $((SECONDS - APPLIED)) s"
+    fi
+  fi
   [ "$PHASE" = "Ready" ] && break  # the Ready row has been printed
   PHASE="$(kubectl get nd "$NAME" -n "$NAMESPACE" -o jsonpath='{.status.phase}' 2>/dev/null || true)"
   [ "$PHASE" = "Ready" ] || sleep 0.3
@@ -198,6 +246,10 @@ print()
 print(f"endpoint: {status['endpoint']}")
 EOF
 echo
+if [ "$KARPENTER" = "1" ]; then
+  show kubectl get nodepools,nodeclaims
+  show kubectl get nodes -L node.kubernetes.io/instance-type,nvidia.com/gpu.product,karpenter.sh/registered
+fi
 show kubectl get statefulsets,services -n "$NAMESPACE"
 # Where each pod runs: its node (and, from the nodes above, whether that node is real).
 show kubectl get pods -A -o wide

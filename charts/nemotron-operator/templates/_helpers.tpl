@@ -120,6 +120,11 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: ["keda.sh"]
   resources: ["scaledobjects"]
   verbs: {{ if .Values.rbac.kedaScaledObjects }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
+# spec.multiNode: the operator lists and watches its own LeaderWorkerSets wherever LWS's CRD is
+# installed (a multi-node replica then runs on one by default); it writes them only if allowed to.
+- apiGroups: ["leaderworkerset.x-k8s.io"]
+  resources: ["leaderworkersets"]
+  verbs: {{ if .Values.rbac.leaderWorkerSets }}["list", "watch", "create", "patch", "delete"]{{ else }}["list", "watch"]{{ end }}
 {{- if .Values.rbac.inferenceGateway }}
 # spec.gateway (the operator runs with --inference-gateway): the InferencePool, the HTTPRoute and
 # the endpoint picker's Deployment, ServiceAccount, ConfigMap, Role and RoleBinding (its Service
@@ -193,6 +198,7 @@ request), and Karpenter NodePools. */}}
     - "podmonitors.monitoring.coreos.com"
     - "nodepools.karpenter.sh"
     - "scaledobjects.keda.sh"
+    - "leaderworkersets.leaderworkerset.x-k8s.io"
     # spec.gateway's: read by name whatever rbac.inferenceGateway says (a CRD's existence only)
     - "inferencepools.inference.networking.k8s.io"
     - "httproutes.gateway.networking.k8s.io"

@@ -49,6 +49,10 @@ POD_MONITORS = Resource("monitoring.coreos.com", "v1", "podmonitors", "PodMonito
 NODE_POOLS = Resource("karpenter.sh", "v1", "nodepools", "NodePool", namespaced=False)
 # autoscaling.provider KEDA (render/scaledobject.py): KEDA's CRD, github.com/kedacore/keda/v2.
 SCALED_OBJECTS = Resource("keda.sh", "v1alpha1", "scaledobjects", "ScaledObject")
+# spec.multiNode on a LeaderWorkerSet (render/leaderworkerset.py): sigs.k8s.io/lws's CRD.
+LEADER_WORKER_SETS = Resource(
+    "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"
+)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 CRDS = Resource(
     "apiextensions.k8s.io",
@@ -94,6 +98,7 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
             JOBS,
             SERVICES,
             STATEFULSETS,
+            LEADER_WORKER_SETS,
             POD_DISRUPTION_BUDGETS,
             POD_MONITORS,
             RESOURCE_CLAIM_TEMPLATES,
@@ -111,7 +116,7 @@ CHILD_RESOURCES: tuple[Resource, ...] = tuple(
     )
 )
 OPTIONAL_RESOURCES: frozenset[Resource] = frozenset(
-    {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES, SCALED_OBJECTS}
+    {NODE_POOLS, POD_MONITORS, INFERENCE_POOLS, HTTP_ROUTES, SCALED_OBJECTS, LEADER_WORKER_SETS}
 )
 # Followed only when the operator runs with --dra (its RBAC is the chart's rbac.dra) and the
 # cluster serves resource.k8s.io/v1.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.render import names as n
+from nemotron_operator.render.multinode import GROUP_INDEX_LABEL
 from nemotron_operator.status import startup, verification
 
 NODE_LOST = "NodeLost"  # a serving pod's node is not Ready: its kubelet stopped reporting
@@ -260,7 +261,9 @@ def assess_readiness(
     else:
         by_replica: dict[str, list[Mapping[str, Any]]] = {}
         for pod in serving:
-            replica = (pod.get("metadata") or {}).get("labels", {}).get(n.REPLICA, "")
+            labels = (pod.get("metadata") or {}).get("labels", {})
+            # The StatefulSet layout labels a replica; LWS labels its groups.
+            replica = labels.get(n.REPLICA) or labels.get(GROUP_INDEX_LABEL, "")
             by_replica.setdefault(str(replica), []).append(pod)
         ready = sum(
             1

@@ -95,10 +95,13 @@ def plan_and_render(
     allow_remote_code: bool,
     operator_namespace: str | None = None,
     dra: tuple[bool, bool] = (False, False),
+    leader_worker_set_served: bool = False,
 ) -> Planned | Problem:
     """The plan and the children it renders, or why there are none (the planner's reason, or
     ``InvalidSpec`` for a field the renderer refuses). ``dra``: whether the operator runs with
-    --dra, and whether the cluster serves DRA. A deployment plans on the nodes whose GPUs it
+    --dra, and whether the cluster serves DRA. ``leader_worker_set_served``: the cluster
+    serves LWS's CRD (a multi-node replica then runs on a LeaderWorkerSet unless
+    spec.multiNode.backend says otherwise). A deployment plans on the nodes whose GPUs it
     asks for its way (``capacity.gpu.allocation``) only."""
     allocation = deployment.spec.capacity.gpu.allocation
     problem = dra_unavailable(allocation, *dra)
@@ -114,6 +117,7 @@ def plan_and_render(
         owner=Owner(name=metadata.name, uid=metadata.uid or ""),
         allow_remote_code=allow_remote_code,
         operator_namespace=operator_namespace,
+        leader_worker_set_served=leader_worker_set_served,
     )
     try:
         return Planned(result, render_all(deployment, result, options))

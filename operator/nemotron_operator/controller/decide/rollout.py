@@ -24,7 +24,12 @@ from typing import Any
 
 from nemotron_operator.api import NemotronDeploymentStatus
 from nemotron_operator.api.rollout import RolloutSpec
-from nemotron_operator.kube.resources import STATEFULSETS, Resource, resource_of
+from nemotron_operator.kube.resources import (
+    LEADER_WORKER_SETS,
+    STATEFULSETS,
+    Resource,
+    resource_of,
+)
 from nemotron_operator.render import names as n
 from nemotron_operator.status.readiness import pod_ready
 from nemotron_operator.status.rollout import RolloutState, assess_rollout, template_hash
@@ -78,7 +83,8 @@ class Rollouts:
         previous: NemotronDeploymentStatus | None,
     ) -> Held:
         self._deadlines.pop(key, None)
-        if rollout is None:
+        if rollout is None or any(resource_of(o) == LEADER_WORKER_SETS for o in desired):
+            # A LeaderWorkerSet rolls its groups itself (maxUnavailable, maxSurge, partition).
             return Held(desired, frozenset(), None)
         rendered = {
             o["metadata"]["name"]: h

@@ -36,6 +36,7 @@ from nemotron_operator.controller.watch.served_kinds import ServedKinds, served_
 from nemotron_operator.kube import Action, ApiError, KubeClient, writes
 from nemotron_operator.kube.resources import (
     DEPLOYMENTS,
+    LEADER_WORKER_SETS,
     NODE_POOLS,
     PODS,
     STATEFULSETS,
@@ -109,7 +110,7 @@ class Reconciler:
         if self.last_inputs.unchanged(key, fingerprint):
             return Outcome("unchanged", created=raw["metadata"].get("creationTimestamp"))
         self.last_inputs.forget(key)
-        outcome = await self._converge(await self._read(raw), served)
+        outcome = await self._converge(await self._read(raw, served), served)
         if outcome.backoff is None and outcome.retry_after is None:
             self.last_inputs.remember(key, fingerprint)
         return outcome
@@ -126,7 +127,7 @@ class Reconciler:
         beside = self.parts.revisions(key)
         return fingerprint(raw, served, self.cache, self.inventory.generation, beside)
 
-    async def _read(self, raw: dict[str, Any]) -> ReadState:
+    async def _read(self, raw: dict[str, Any], served: frozenset[Resource]) -> ReadState:
         """Parse, read the GPU inventory, plan and render."""
         metadata = raw["metadata"]
         names = n.Names(metadata["name"], metadata["namespace"])
@@ -148,6 +149,7 @@ class Reconciler:
                 # The namespace the operator runs in (POD_NAMESPACE in its pod).
                 operator_namespace=self.config.lease_namespace,
                 dra=(self.config.dra, self.inventory.dra_served),
+                leader_worker_set_served=LEADER_WORKER_SETS in served,
             )
         return ReadState(
             raw,

@@ -1,0 +1,89 @@
+"""The operator with the real LeaderWorkerSet controller: where LWS's CRD is served a multi-node
+replica runs on a LeaderWorkerSet by default; the deployment becomes Ready (the operator checks
+and admits the leaders), scales by whole groups, and deleting it removes everything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.lws.test_leader_worker_set import CLUSTER, LWS, STATEFULSETS
+from tests.integration.operator.helpers import (
+    NAMESPACE,
+    NDS,
+    PODS,
+    apply,
+    children,
+    status,
+    wait_ready,
+)
+from tests.integration.operator_process import OperatorProcess, ensure_namespace
+from tests.kube import KubeHandle
+
+NAME = "super"
+
+
+def manifest(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.nemotron.io/v1alpha1",
+        "kind": "NemotronDeployment",
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": {
+            "model": {"id": "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"},
+            "engine": {"maxModelLen": 32768},
+            "capacity": {"parallelism": {"tensor": 2, "pipeline": 2}},
+            **spec,
+        },
+    }
+
+
+@pytest.mark.parametrize("sim_cluster", [CLUSTER], indirect=True)
+def test_a_multi_node_deployment_runs_on_lws_by_default_scales_by_group_and_goes_away(
+    sim_cluster: KubeHandle, operator_process: OperatorProcess
+) -> None:
+    ensure_namespace(sim_cluster, NAMESPACE)
+    apply(sim_cluster, manifest())
+    wait_ready(sim_cluster, NAME, seconds=180)
+    (lws,) = children(sim_cluster, LWS, NAME)
+    assert lws["metadata"]["ownerReferences"][0]["kind"] == "NemotronDeployment"
+    # No StatefulSet of the operator's own: LWS made the two there are, the leaders' owned by
+    # the LeaderWorkerSet, a group's workers' by its leader pod (so deleting the leader pod
+    # takes the group with it).
+    owners = {
+        s["metadata"]["name"]: s["metadata"]["ownerReferences"][0]["kind"]
+        for s in sim_cluster.list(STATEFULSETS, NAMESPACE)
+    }
+    assert owners == {"super-lws": "LeaderWorkerSet", "super-lws-0": "Pod"}
+    assert status(sim_cluster, NAME)["readyReplicas"] == 1
+    # Every rank carries the readiness gate only the operator sets (as on the StatefulSet
+    # layout), and the operator admitted both: the leader after its behavioural check.
+    pods = {p["metadata"]["name"]: p for p in children(sim_cluster, PODS, NAME)}
+    for pod in pods.values():
+        assert pod["spec"]["readinessGates"] == [{"conditionType": "serving.nemotron.io/verified"}]
+        gate = next(
+            c for c in pod["status"]["conditions"] if c["type"] == "serving.nemotron.io/verified"
+        )
+        assert gate["status"] == "True"
+    assert sorted(pods) == ["super-lws-0", "super-lws-0-1"]
+
+    sim_cluster.kubectl(
+        "patch", "nemotrondeployment", NAME, "-n", NAMESPACE, "--type=merge",
+        "-p", '{"spec":{"replicas":2}}',
+    )  # fmt: skip
+    wait_ready(sim_cluster, NAME, seconds=180)
+    assert status(sim_cluster, NAME)["readyReplicas"] == 2
+    names = sorted(p["metadata"]["name"] for p in children(sim_cluster, PODS, NAME))
+    assert names == ["super-lws-0", "super-lws-0-1", "super-lws-1", "super-lws-1-1"]
+
+    sim_cluster.kubectl("delete", "nemotrondeployment", NAME, "-n", NAMESPACE, "--wait=false")
+    sim_cluster.wait_until(
+        lambda: (
+            not sim_cluster.list(LWS, NAMESPACE)
+            and not sim_cluster.list(STATEFULSETS, NAMESPACE)
+            and not sim_cluster.list(PODS, NAMESPACE)
+            and sim_cluster.get(NDS, NAMESPACE, NAME) is None
+        ),
+        seconds=120,
+        what="the LeaderWorkerSet, its StatefulSets and pods gone with the deployment",
+    )

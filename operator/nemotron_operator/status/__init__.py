@@ -2,7 +2,7 @@
 previous status, now) → status. No I/O, no clock: the controller passes ``now`` in."""
 
 from nemotron_operator.status import startup
-from nemotron_operator.status.capacity import Capacity, check_capacity
+from nemotron_operator.status.capacity import Capacity, check_capacity, node_pool_problem
 from nemotron_operator.status.compute import Problem, StatusInputs, compute_status
 from nemotron_operator.status.conditions import flipped, transition
 from nemotron_operator.status.readiness import Blocker, Readiness, assess_readiness
@@ -17,6 +17,7 @@ __all__ = [
     "check_capacity",
     "compute_status",
     "flipped",
+    "node_pool_problem",
     "startup",
     "transition",
 ]

@@ -6,10 +6,14 @@ controller leaves them out), so that a running deployment does not count against
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from nemotron_operator.api import Plan
 from nemotron_operator.sizing.inventory import GpuInventory
+
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -61,3 +65,53 @@ def check_capacity(inventory: GpuInventory, plan: Plan, *, karpenter: bool = Fal
             "spec.nodePool.provisioner: Karpenter"
         )
     return Capacity(False, f"{need}: {advice}", pods_needed, slots)
+
+
+NODE_POOL_NOT_READY = "NodePoolNotReady"
+NODE_POOL_LIMIT = "NodePoolLimitReached"
+
+
+@dataclass(frozen=True)
+class NodePoolProblem:
+    reason: str
+    message: str
+
+
+def _gpus(value: object) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def node_pool_problem(
+    desired: Mapping[str, Any], live: Mapping[str, Any] | None, gpus_per_node: int
+) -> NodePoolProblem | None:
+    """Why Karpenter will add no node to the deployment's NodePool, from what Karpenter wrote on
+    the live one: not Ready (its node class missing or not ready), or its nodes' GPUs
+    (``status.resources``) plus one more node beyond the ``limits`` the operator rendered —
+    Karpenter's own test ("all available instance types exceed limits for nodepool"). Pods of
+    another deployment of the same product on this pool's nodes are how the latter happens.
+    None: nothing Karpenter wrote says it will not provision."""
+    if live is None:
+        return None
+    name = str(desired.get("metadata", {}).get("name", ""))
+    status = live.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "False":
+            return NodePoolProblem(
+                NODE_POOL_NOT_READY,
+                f"Karpenter reports NodePool {name} not Ready ({condition.get('reason', '')}: "
+                f"{condition.get('message', '')}): check spec.nodePool.karpenter.nodeClassRef",
+            )
+    limit = _gpus((desired.get("spec", {}).get("limits") or {}).get(GPU_RESOURCE))
+    used = _gpus((status.get("resources") or {}).get(GPU_RESOURCE, "0"))
+    if limit is None or used is None or used + gpus_per_node <= limit:
+        return None
+    return NodePoolProblem(
+        NODE_POOL_LIMIT,
+        f"NodePool {name} is at its limit: its nodes have {used} of {GPU_RESOURCE} {limit} and "
+        f"a new node would add {gpus_per_node}, so Karpenter launches none; pods of other "
+        f"deployments may be using this pool's nodes: free them, or give those deployments "
+        f"their own node pool",
+    )

@@ -11,7 +11,7 @@ from nemotron_operator.api import Condition, NemotronDeploymentStatus, NodePoolS
 from nemotron_operator.api.status import PlanCheck, Throughput
 from nemotron_operator.status import readiness as r
 from nemotron_operator.status import startup as s
-from nemotron_operator.status.capacity import Capacity
+from nemotron_operator.status.capacity import Capacity, NodePoolProblem
 from nemotron_operator.status.conditions import ordered, transition
 from nemotron_operator.status.download import DOWNLOAD_FAILED
 from nemotron_operator.status.rollout import CANARY_PAUSED, ROLLOUT_STALLED, RolloutState
@@ -64,6 +64,7 @@ class StatusInputs:
     plan_check: PlanCheck | None = None
     plan_accurate: tuple[str, str, str] | None = None  # status, reason, message
     autoscale_capacity_problem: str | None = None
+    node_pool_problem: NodePoolProblem | None = None  # Karpenter will not provision (why)
     # spec.gateway: (status, reason, message) of the InferenceGateway condition; None when the
     # gateway is off (the condition goes).
     gateway: tuple[str, str, str] | None = None
@@ -122,6 +123,9 @@ def _capacity(inputs: StatusInputs, ready: int, cond: ConditionFactory) -> Condi
         return cond("CapacityAvailable", "Unknown", NOT_PLANNED, "GPU inventory not read")
     if capacity.available or ready >= inputs.replicas:
         return cond("CapacityAvailable", "True", GPUS_AVAILABLE, capacity.message)
+    problem = inputs.node_pool_problem
+    if inputs.karpenter and problem is not None:
+        return cond("CapacityAvailable", "False", problem.reason, problem.message)
     reason = WAITING_FOR_NODES if inputs.karpenter else INSUFFICIENT_GPUS
     return cond("CapacityAvailable", "False", reason, capacity.message)
 

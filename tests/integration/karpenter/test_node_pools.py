@@ -166,3 +166,57 @@ def test_scaling_out_launches_a_second_node_and_a_two_node_replica_gets_two_clai
     assert len(claims(cluster, "wide")) == 2
 
     delete_and_wait_for_the_nodes_to_go(cluster, "nano", "wide")
+
+
+def capacity_reason(cluster: KubeHandle, name: str) -> str:
+    return str(condition(cluster, "CapacityAvailable", name).get("reason", ""))
+
+
+def test_another_deployment_on_the_pools_node_is_reported_as_the_pools_limit(
+    operator_process: OperatorProcess,
+) -> None:
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    apply(cluster, h200(count=4))  # one 8-GPU node; the pool's limit is 8
+    wait_ready(cluster, seconds=PROVISION_SECONDS)
+    # A deployment without a node pool of its own: its pod takes the other 4 GPUs of that node.
+    apply(cluster, deployment("other", capacity={"gpu": {"products": ["NVIDIA-H200"], "count": 4}}))
+    wait_ready(cluster, "other", seconds=PROVISION_SECONDS)
+    # Two replicas of 4 still plan one node (limit 8), but the node is full and the pool at its
+    # limit: Karpenter launches nothing, and status says so instead of WaitingForNodes.
+    apply(cluster, h200(count=4, replicas=2))
+    cluster.wait_until(
+        lambda: capacity_reason(cluster, "nano") == "NodePoolLimitReached",
+        what="CapacityAvailable=False NodePoolLimitReached",
+        seconds=PROVISION_SECONDS,
+    )
+    message = condition(cluster, "CapacityAvailable")["message"]
+    assert "NodePool nd-ai-nano is at its limit" in message
+    assert "8 of nvidia.com/gpu 8" in message
+    assert len(claims(cluster)) == 1
+    # The other deployment gone, the second replica fits on the node.
+    cluster.kubectl("delete", "nd", "other", "-n", NAMESPACE, "--wait=false")
+    cluster.wait_until(
+        lambda: status(cluster).get("readyReplicas") == 2,
+        what="two replicas Ready",
+        seconds=PROVISION_SECONDS,
+    )
+    delete_and_wait_for_the_nodes_to_go(cluster, "nano")
+
+
+def test_a_missing_node_class_is_reported_not_waited_for(
+    operator_process: OperatorProcess,
+) -> None:
+    cluster = operator_process.cluster
+    ensure_namespace(cluster, NAMESPACE)
+    spec = h200()
+    spec["spec"]["nodePool"]["karpenter"]["nodeClassRef"] = {**KWOK, "name": "missing"}
+    apply(cluster, spec)
+    cluster.wait_until(
+        lambda: capacity_reason(cluster, "nano") == "NodePoolNotReady",
+        what="CapacityAvailable=False NodePoolNotReady",
+        seconds=PROVISION_SECONDS,
+    )
+    assert "nodeClassRef" in condition(cluster, "CapacityAvailable")["message"]
+    assert not cluster.list(NODE_CLAIMS)
+    delete_and_wait_for_the_nodes_to_go(cluster, "nano")

@@ -53,6 +53,7 @@ from nemotron_operator.status import (
     check_capacity,
     compute_status,
     flipped,
+    node_pool_problem,
     startup,
 )
 
@@ -280,7 +281,7 @@ class Reconciler:
         sampled is scraped first, so this status carries its figures."""
         raw, names, deployment = read.raw, read.names, read.deployment
         plan = read.planned.result.plan if read.planned is not None else None
-        readiness = capacity = node_pool = predicted = replicas_that_fit = None
+        readiness = capacity = node_pool = predicted = replicas_that_fit = pool_problem = None
         if read.planned is not None and plan is not None and deployment is not None:
             predicted = startup.predict_for(deployment, plan)
             readiness = assess_readiness(
@@ -297,6 +298,13 @@ class Reconciler:
                 predicted=predicted,
             )
             capacity = check_capacity(read.inventory, plan, karpenter=read.karpenter)
+            desired_pools = [o for o in read.planned.desired if resource_of(o) == NODE_POOLS]
+            if read.karpenter and desired_pools and not capacity.available:
+                live_pools = {p["metadata"]["name"]: p for p in live.of(NODE_POOLS)}
+                pool = desired_pools[0]
+                pool_problem = node_pool_problem(
+                    pool, live_pools.get(pool["metadata"]["name"]), plan.gpus_per_node
+                )
             if not read.karpenter:
                 replicas_that_fit = capacity.slots_free // max(1, plan.nodes_per_replica)
             node_pool = NodePoolStatus.model_validate(
@@ -334,6 +342,7 @@ class Reconciler:
             capacity=capacity,
             karpenter=read.karpenter,
             node_pool=node_pool,
+            node_pool_problem=pool_problem,
             readiness=readiness,
             apply_error=apply_error,
             throughput=scraped.throughput,

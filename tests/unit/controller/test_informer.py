@@ -56,13 +56,15 @@ class ScriptedApi:
             yield event
 
 
-async def run_until(informer: Informer, done: Any, seconds: float = 2.0) -> None:
+async def run_until(informer: Informer, done: Any, turns: int = 1000) -> None:
+    """Run the informer until ``done()``: turns of the event loop, no wall clock (the scripted
+    API answers at once and the back-off is 0 s)."""
     task = asyncio.create_task(informer.run())
     try:
-        for _ in range(int(seconds / 0.01)):
+        for _ in range(turns):
             if done() or task.done():
                 break
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)
         assert done(), "the informer did not get there"
     finally:
         task.cancel()
@@ -79,7 +81,7 @@ def make(
         index_label=LABEL,
         listener=lambda kind, obj: seen.append((kind, obj["metadata"]["name"])),
         on_restart=None if restarts is None else restarts.append,
-        backoffs=(0.01,),
+        backoffs=(0.0,),
     )
 
 

@@ -32,11 +32,12 @@ class Reviews:
         self.token_reviews = 0
         self.access_reviews: list[tuple[str, str, str]] = []
         self.fail: ApiError | None = None
-        self.delay = 0.0
+        self.held: asyncio.Event | None = None  # set: the review answers
 
     async def token(self, token: str) -> ReviewedUser | None:
         self.token_reviews += 1
-        await asyncio.sleep(self.delay)
+        if self.held is not None:
+            await self.held.wait()
         if self.fail is not None:
             raise self.fail
         return self.users.get(token)
@@ -119,11 +120,15 @@ async def test_an_unreachable_api_server_is_500_and_not_cached() -> None:
 
 async def test_concurrent_requests_with_one_token_share_one_review() -> None:
     reviews = Reviews()
-    reviews.delay = 0.05
+    reviews.held = asyncio.Event()  # the first review is under way while the others arrive
     guard = guard_with(reviews, Clock())
-    decisions = await asyncio.gather(
+    asked = asyncio.gather(
         *(guard.decide("Bearer good", path="/metrics", method="GET") for _ in range(5))
     )
+    for _ in range(10):
+        await asyncio.sleep(0)
+    reviews.held.set()
+    decisions = await asked
     assert [d.status for d in decisions] == [200] * 5
     assert reviews.token_reviews == 1
     assert len(reviews.access_reviews) == 1

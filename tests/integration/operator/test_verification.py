@@ -106,12 +106,17 @@ def test_a_wrong_reasoning_split_keeps_the_pod_out_until_the_check_is_off(
     assert pod_condition(pod, "ContainersReady")["status"] == "True"
     assert pod_condition(pod, "Ready")["status"] == "False"
     assert ready_addresses(cluster) == set()
-    warnings = [
-        e
-        for e in cluster.list(EVENTS, NAMESPACE)
-        if e["involvedObject"].get("name") == "nano" and e["reason"] == "CheckFailed"
-    ]
-    assert [e["type"] for e in warnings] == ["Warning"]
+
+    def warnings() -> list[str]:
+        return [
+            e["type"]
+            for e in cluster.list(EVENTS, NAMESPACE)
+            if e["involvedObject"].get("name") == "nano" and e["reason"] == "CheckFailed"
+        ]
+
+    # The Event is posted just after the status patch that carries the condition.
+    cluster.wait_until(lambda: warnings() != [], what="the CheckFailed Event")
+    assert warnings() == ["Warning"]
     assert condition(cluster, "Ready")["reason"] == "VerificationFailed"
     # No storm: resyncs every second, one check (the next waits out a 30 s back-off).
     operator_process.wait_reconciles(10)

@@ -103,6 +103,11 @@ token reaches vLLM through a secretKeyRef the kubelet resolves.
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch"]
+# A multi-node replica on StatefulSets: the leader of a replica whose worker died is deleted
+# (its StatefulSet starts it again) so that the ranks re-form (controller/decide/ranks.py).
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["delete"]
 # The readiness gate of the behavioural check: one condition in a serving pod's status.
 - apiGroups: [""]
   resources: ["pods/status"]

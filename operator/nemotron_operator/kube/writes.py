@@ -46,6 +46,13 @@ async def delete_child(kube: KubeClient, resource: Resource, obj: Mapping[str, A
     )
 
 
+async def delete_pod(kube: KubeClient, pod: Mapping[str, Any]) -> bool:
+    """Delete a serving pod its StatefulSet will make again (a multi-node replica's leader whose
+    worker died: controller/decide/ranks.py), only if it is still the pod read (its uid)."""
+    metadata = pod["metadata"]
+    return await kube.delete(PODS, metadata["namespace"], metadata["name"], uid=metadata.get("uid"))
+
+
 def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON merge patch turning ``old`` into ``new``: a key no longer set is sent as null, at
     every depth (a merge patch merges nested objects, so e.g. a throughput figure that became

@@ -18,7 +18,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller.decide import desired, download, gateway, keda
+from nemotron_operator.controller.decide import desired, download, gateway, keda, ranks
 from nemotron_operator.controller.decide.desired import Planned
 from nemotron_operator.controller.decide.rollout import Held
 from nemotron_operator.controller.pods.autoscaler import AutoscaleView
@@ -202,6 +202,11 @@ class Reconciler:
                 await finalizer.hold(self.kube, self.deployments, raw, True)
             keep = held.keep | waiting.keep
             apply_error = await self._sync(desired, live, served, outcome, keep=keep)
+            for leader in ranks.leaders_to_restart(pods):  # a worker rank died (StatefulSets)
+                if await writes.delete_pod(self.kube, leader):
+                    name = leader["metadata"]["name"]
+                    logger.info("%s/%s: a worker rank died: deleted leader pod %s to re-form the "
+                                "group", names.namespace, names.instance, name)  # fmt: skip
             deleted = set(outcome.deleted)
             pools_left = [
                 p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted

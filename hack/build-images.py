@@ -8,6 +8,7 @@ names); each real node imports them into its containerd. Also the pod sandbox's 
 (hack/build-nodes.sh builds the program).
 
     hack/build-images.sh            build what changed (a hash of the inputs names each archive)
+    hack/build-images.sh --check    exit 1 when an archive is missing or older than its inputs
 
 Differences from the published images (README): Debian's Python 3.11 (/usr/bin/python3) instead of
 the python:3.11-slim image's own build in /usr/local, and Debian's packages as of the build day.
@@ -89,9 +90,13 @@ def _tree_bytes(directory: Path) -> bytes:
                     and "__pycache__" not in p.parts)  # fmt: skip
 
 
+def base_rootfs_path() -> Path:
+    return CACHE / f"base-bookworm-{_digest(' '.join(BASE_PACKAGES).encode())}.tar"
+
+
 def base_rootfs() -> Path:
     """Debian bookworm, minbase, with Debian's python3: mmdebstrap as root (no Docker)."""
-    path = CACHE / f"base-bookworm-{_digest(' '.join(BASE_PACKAGES).encode())}.tar"
+    path = base_rootfs_path()
     if not path.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.tar")
@@ -181,20 +186,35 @@ def assemble(rootfs: Path, config: ImageConfig, name: str, out: Path, work: Path
     tmp.rename(out)
 
 
+def inputs_key(name: str) -> str:
+    """A hash of everything the image is built from (the base's name stands for its packages)."""
+    image, directory, _, _ = IMAGES[name]
+    dockerfile = ROOT / "hack/images" / directory / "Dockerfile"
+    inputs = [
+        base_rootfs_path().name.encode(), image.format(app_version=app_version()).encode(),
+        dockerfile.read_bytes(), Path(__file__).read_bytes(),
+        (ROOT / "constraints.txt").read_bytes(), (ROOT / "pyproject.toml").read_bytes(),
+        # the operator image holds the operator's package only; the stand-in both packages
+        _tree_bytes(ROOT / "operator" / ("nemotron_operator" if name == "operator" else "")),
+        _tree_bytes(ROOT / "hack/images" / directory),
+    ]  # fmt: skip
+    return _digest(*inputs)
+
+
+def up_to_date(name: str) -> bool:
+    out, stamp = CACHE / f"{name}.tar", CACHE / f"{name}.inputs"
+    return out.exists() and stamp.exists() and stamp.read_text() == inputs_key(name)
+
+
 def build(name: str) -> Path:
     image, directory, fill, check = IMAGES[name]
     image = image.format(app_version=app_version())
     dockerfile = ROOT / "hack/images" / directory / "Dockerfile"
-    base = base_rootfs()
-    inputs = [
-        base.name.encode(), image.encode(), dockerfile.read_bytes(), Path(__file__).read_bytes(),
-        (ROOT / "constraints.txt").read_bytes(), (ROOT / "pyproject.toml").read_bytes(),
-        _tree_bytes(ROOT / "operator"), _tree_bytes(ROOT / "hack/images" / directory),
-    ]  # fmt: skip
     out, stamp = CACHE / f"{name}.tar", CACHE / f"{name}.inputs"
-    key = _digest(*inputs)
-    if out.exists() and stamp.exists() and stamp.read_text() == key:
+    if up_to_date(name):
         return out
+    base = base_rootfs()
+    key = inputs_key(name)
     config = dockerfile_config(dockerfile)
     with tempfile.TemporaryDirectory(prefix=f"build-{name}-", dir=CACHE) as work:
         rootfs = Path(work) / "rootfs"
@@ -229,6 +249,11 @@ def build_pause(pause_binary: Path) -> Path:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--check"]:  # exit 1 when an image is older than its inputs
+        stale = [name for name in IMAGES if not up_to_date(name)]
+        for name in stale:
+            sys.stderr.write(f"build-images: {CACHE / name}.tar is missing or out of date\n")
+        return 1 if stale else 0
     if os.geteuid() != 0:
         sys.stderr.write(
             "build-images: needs root (mmdebstrap, chroot and umoci keep file owners)\n"

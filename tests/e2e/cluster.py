@@ -56,6 +56,9 @@ class E2ECluster:
     # Every request kube-apiserver's audit log recorded, for the RBAC audit (None on kind,
     # whose audit log this suite cannot read).
     audit: Callable[[], list[AuditEvent]] | None = None
+    # Reach Services through `kubectl port-forward` (kube-apiserver -> kubelet -> the pod's
+    # network namespace) as on kind: on kind, and on the simulated cluster's real nodes.
+    port_forward: bool = False
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60.0
@@ -126,16 +129,17 @@ class E2ECluster:
 
         In the simulated cluster the test runs inside the cluster's network namespace, where a
         Service's ClusterIP is reachable (no cluster DNS: the name is resolved here); on kind the
-        cluster network is not reachable from the host, so ``kubectl port-forward`` carries it.
-        Either way it waits (bounded) until the Service answers: a pod turns Ready a moment
-        before kube-controller-manager lists it in the Service's EndpointSlice and the proxy
-        sends connections to it, as on any cluster.
+        cluster network is not reachable from the host, so ``kubectl port-forward`` carries it,
+        and so it does on the simulated cluster's real nodes. Either way it waits (bounded)
+        until the Service answers: a pod turns Ready a moment before kube-controller-manager
+        lists it in the Service's EndpointSlice and the proxy sends connections to it, as on
+        any cluster.
         """
         parts = urlsplit(url)
         host = parts.hostname or ""
         service, namespace = host.split(".")[:2]
         port = parts.port or 80
-        if not self.kind:
+        if not (self.kind or self.port_forward):
             ip = self.kubectl(
                 "get", "service", service, "-n", namespace, "-o", "jsonpath={.spec.clusterIP}"
             ).stdout
@@ -217,7 +221,9 @@ def get_json(url: str, timeout: float = 30.0) -> Any:
 
 
 @contextlib.contextmanager
-def e2e_cluster(workdir: Path, simulated: KubeHandle | None) -> Iterator[E2ECluster]:
+def e2e_cluster(
+    workdir: Path, simulated: KubeHandle | None, *, port_forward: bool = False
+) -> Iterator[E2ECluster]:
     """The cluster KIND_E2E names, or the session's simulated cluster on a real control plane."""
     base = {**os.environ, "KUBECACHEDIR": str(workdir / "kubecache")}
     if KIND:
@@ -228,4 +234,6 @@ def e2e_cluster(workdir: Path, simulated: KubeHandle | None) -> Iterator[E2EClus
     if simulated is None:
         raise RuntimeError("the simulated cluster is missing")
     env = helm_env({**base, "KUBECONFIG": str(simulated.kubeconfig)}, workdir)
-    yield E2ECluster(env=env, workdir=workdir, kind=False, audit=simulated.audit)
+    yield E2ECluster(
+        env=env, workdir=workdir, kind=False, audit=simulated.audit, port_forward=port_forward
+    )

@@ -4,7 +4,10 @@ see tests/e2e/cluster.py."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,7 @@ from tests.e2e.cluster import KIND, E2ECluster, e2e_cluster
 # containerd, so the operator and the serving pods are real containers from images built
 # without Docker. Where real nodes cannot run, the tier fails and says why.
 REAL_NODES = os.environ.get("NEMOTRON_REAL_NODES") == "1"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -35,6 +39,13 @@ def cluster(
         return
     from tests.kube import SHARED_OPTIONS
 
+    if REAL_NODES:  # an image older than the code would test the old code
+        check = subprocess.run(
+            [sys.executable, str(ROOT / "hack/build-images.py"), "--check"],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        if check.returncode != 0:
+            pytest.fail(f"{check.stderr.strip()}: run hack/build-images.sh (hack/test.sh does)")
     pool = request.getfixturevalue("cluster_pool")
     options = {**SHARED_OPTIONS, "purpose": "e2e", "real_nodes": 4 if REAL_NODES else 0}
     with pool.lease(options, workdir, through_proxy=False) as simulated:
@@ -42,7 +53,7 @@ def cluster(
         if note is not None:
             pytest.fail(f"NEMOTRON_REAL_NODES=1 but real nodes cannot run here: {note}")
         try:
-            with e2e_cluster(workdir, simulated) as handle:
+            with e2e_cluster(workdir, simulated, port_forward=REAL_NODES) as handle:
                 yield handle
         finally:
             simulated.reset()

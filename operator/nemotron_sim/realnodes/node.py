@@ -60,8 +60,10 @@ class RealNode:
     def __init__(self, spec: RealNodeSpec, workdir: Path, bin_dir: Path) -> None:
         self.spec, self.bin_dir = spec, bin_dir
         self.state = workdir / spec.name
-        # unique per cluster (several share a machine): the node's IP names it
-        self.cgroup = f"/nemotron-sim/{spec.ip}-{spec.name}"
+        # unique on the machine: clusters in one namespace differ by node IP, test sessions
+        # (each a namespace of its own) by the namespace
+        netns = os.stat("/proc/self/ns/net").st_ino
+        self.cgroup = f"/nemotron-sim/{netns}-{spec.ip}-{spec.name}"
         self.process: subprocess.Popen[bytes] | None = None
 
     def prepare(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from nemotron_sim.agents.node_objects import (
     GPU_TAINT,
@@ -12,7 +16,7 @@ from nemotron_sim.agents.node_objects import (
     build_system_node,
     gpu_facts,
 )
-from nemotron_sim.realnodes import bin_dir
+from nemotron_sim.realnodes import bin_dir, unavailable
 from nemotron_sim.realnodes.config import (
     RealNodeSpec,
     cni_conf,
@@ -99,3 +103,19 @@ def test_the_build_script_and_the_simulator_agree_on_the_binaries_directory() ->
         capture_output=True, text=True, check=True, timeout=30,
     ).stdout.strip()  # fmt: skip
     assert Path(printed) == bin_dir()
+
+
+def test_without_root_real_nodes_say_why_and_the_simulated_kubelet_stays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert unavailable() == "real nodes need root (containerd, mounts, cgroups); run as root"
+
+
+def test_a_missing_tool_names_the_command_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "containerd" else "/bin/x")
+    note = unavailable()
+    assert note is not None
+    assert note.startswith("missing containerd")
+    assert "hack/build-nodes.sh --install-packages" in note

@@ -23,7 +23,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.integration.packaging.test_images import instructions
+from tests.integration.packaging.dockerfiles import instructions
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL_NODES = os.environ.get("NEMOTRON_REAL_NODES") == "1"

@@ -12,24 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.packaging.dockerfiles import instructions
+
 OPERATOR = Path("hack/images/operator")
 VLLM_STUB = Path("hack/images/vllm-stub")
 # An exact tag names a full version (python:3.11.14-slim-bookworm), or a digest pins the image.
 EXACT_TAG = re.compile(
     r"^[\w./-]+:\d+\.\d+\.\d+[\w.-]*(@sha256:[0-9a-f]{64})?$|@sha256:[0-9a-f]{64}$"
 )
-
-
-def instructions(dockerfile: Path) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) per instruction, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", dockerfile.read_text())
-    found = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            word, _, rest = stripped.partition(" ")
-            found.append((word.upper(), rest.strip()))
-    return found
 
 
 def base_images(steps: list[tuple[str, str]]) -> list[str]:

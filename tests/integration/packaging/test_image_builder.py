@@ -9,6 +9,7 @@ checked."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import re
@@ -81,17 +82,13 @@ def _image(name: str) -> tuple[dict[str, Any], set[tuple[str, str]], str]:
         config = json.loads(_blob(archive, manifest["config"]["digest"]))
         dists = set()
         for layer in manifest["layers"]:
-            path = ROOT / ".cache/images" / f".layer-{name}"
-            path.write_bytes(_blob(archive, layer["digest"]))
-            try:
-                with tarfile.open(path) as files:
-                    for member in files.getnames():
-                        found = re.search(r"dist-packages/([^/]+)-([^-/]+)\.dist-info/METADATA$",
-                                          member)  # fmt: skip
-                        if found:
-                            dists.add((canonicalize_name(found[1]), found[2]))
-            finally:
-                path.unlink()
+            # in memory: the cache directory is shared with other checkouts' test runs
+            with tarfile.open(fileobj=io.BytesIO(_blob(archive, layer["digest"]))) as files:
+                for member in files.getnames():
+                    found = re.search(r"dist-packages/([^/]+)-([^-/]+)\.dist-info/METADATA$",
+                                      member)  # fmt: skip
+                    if found:
+                        dists.add((canonicalize_name(found[1]), found[2]))
         return config["config"], dists, entry["annotations"]["io.containerd.image.name"]
 
 

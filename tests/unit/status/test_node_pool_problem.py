@@ -20,7 +20,19 @@ DESIRED: dict[str, Any] = {
 def live(resources: dict[str, str] | None = None, **condition: str) -> dict[str, Any]:
     status: dict[str, Any] = {"resources": resources or {}}
     if condition:
-        status["conditions"] = [{"type": "Ready", **condition}]
+        status["conditions"] = [
+            {"type": "Ready", **condition},
+            {"type": "ValidationSucceeded", "status": "True", "reason": "ValidationSucceeded"},
+        ]
+        if condition.get("status") == "False":  # what Karpenter v1.14 writes for a missing class
+            status["conditions"].append(
+                {
+                    "type": "NodeClassReady",
+                    "status": "False",
+                    "reason": "NodeClassNotFound",
+                    "message": "NodeClass not found on cluster",
+                }
+            )
     return {"metadata": {"name": "nd-ai-nano"}, "status": status}
 
 
@@ -44,12 +56,15 @@ def test_a_pool_whose_nodes_reach_the_limit_names_it() -> None:
 def test_a_pool_karpenter_calls_not_ready_says_why() -> None:
     found = node_pool_problem(
         DESIRED,
-        live(status="False", reason="NodeClassReadyFalse", message="NodeClass not found"),
+        live(status="False", reason="UnhealthyDependents", message="NodeClassReady=False"),
         8,
     )
     assert found is not None
     assert found.reason == "NodePoolNotReady"
-    assert "NodeClassReadyFalse: NodeClass not found" in found.message
+    assert found.message.startswith(
+        "Karpenter reports NodePool nd-ai-nano not Ready (NodeClassReady NodeClassNotFound: "
+        "NodeClass not found on cluster): check"
+    )
     assert "spec.nodePool.karpenter.nodeClassRef" in found.message
     assert node_pool_problem(DESIRED, live(status="True", reason="Ready"), 8) is None
 

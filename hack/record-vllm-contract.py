@@ -7,8 +7,9 @@
 Builds the engine if needed (hack/build-vllm-cpu.sh), writes a scripted tiny Nemotron-H with MTP
 (nemotron_sim.checkpoints) into a temporary directory, starts `vllm serve` on 127.0.0.1 with the
 flags in SERVE_ARGS (the ones the operator renders for it), sends the requests in REQUESTS and
-writes each answer (status and body; a stream as its lines) and /metrics and /v1/models to
-OUTDIR, then stops the engine. Takes 1-5 minutes on 2 cores. Nothing leaves the machine.
+writes each answer (status and body; a stream as its lines), /metrics, /v1/models and the
+long options of `vllm serve`'s parser (serve-flags.txt) to OUTDIR, then stops the engine.
+Takes 1-5 minutes on 2 cores. Nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -82,6 +83,16 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
 }  # fmt: skip
 
 
+# Every long option `vllm serve` accepts, from vLLM's own parser (serve-flags.txt).
+FLAGS_SCRIPT = """
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.entrypoints.launchers.cli_args import make_arg_parser
+parser = make_arg_parser(FlexibleArgumentParser())
+names = {o for a in parser._actions for o in a.option_strings if o.startswith("--")}
+print("\\n".join(sorted(names)))
+"""
+
+
 def call(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=data, method=method,
@@ -130,6 +141,10 @@ def main() -> int:
         serve = [str(python), "-m", "vllm.entrypoints.cli.main", "serve", str(model), *SERVE_ARGS]
         server = subprocess.Popen(serve, env=env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)  # fmt: skip
+        flags = subprocess.run([str(python), "-c", FLAGS_SCRIPT], capture_output=True, text=True,
+                               check=True, env=env, cwd=tmp).stdout  # fmt: skip
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "serve-flags.txt").write_text(flags)
         try:
             deadline = time.monotonic() + 900
             while not _up():

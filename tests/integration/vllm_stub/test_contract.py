@@ -14,6 +14,8 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from nemotron_operator.catalog.vllm_flags import FLAGS as FLAGS_TABLE
+from nemotron_operator.catalog.vllm_flags import REMOVED
 from nemotron_operator.observe.samples import USED_SERIES
 from tests.integration.vllm_stub.conftest import StartStub
 
@@ -143,3 +145,13 @@ def test_the_series_the_operator_reads_are_in_the_real_engines_metrics(contract:
         for sample in family.samples
     }
     assert [series for series in USED_SERIES if series not in names] == []
+
+
+def test_every_flag_the_stand_in_accepts_is_one_the_real_engine_accepts(contract: Path) -> None:
+    """The stand-in checks command lines against the flag table (it refuses what vLLM would
+    refuse); each flag there must exist in the real engine's parser, and a flag the table calls
+    removed must not."""
+    real = set((contract / "serve-flags.txt").read_text().split())
+    known = {name for flag in FLAGS_TABLE.values() for name in (flag.name, *flag.aliases)}
+    assert sorted(n for n in known if n.startswith("--") and n not in real) == []
+    assert sorted(n for n in REMOVED if n in real) == []

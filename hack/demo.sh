@@ -29,9 +29,18 @@
 # by hack/build-karpenter.sh) runs beside the cluster, the example gets a Karpenter node pool
 # (nodeClassRef KWOKNodeClass "default", instance type sim-8x-<DEMO_GPU, default NVIDIA-H200>),
 # and the screen shows the NodePool, the NodeClaim and the node appearing, with their times.
+#
+# DEMO_REAL_NODES=N (root): the first N nodes (the system node first) run a real kubelet and
+# containerd; the operator and serving pods on them are real containers (docs/simulated-cluster.md
+# "Real nodes"). The screen shows each node's container runtime and which node each pod runs on.
 source "$(dirname "$0")/lib.sh"
 ensure_venv
 "$ROOT/hack/build-controlplane.sh"
+if [ "${DEMO_REAL_NODES:-0}" != 0 ] && [ "$(id -u)" = 0 ]; then
+  # Real nodes run what is built now: the kubelet, and images of this checkout's code.
+  "$ROOT/hack/build-nodes.sh" --install-packages
+  "$ROOT/hack/build-images.sh"
+fi
 KARPENTER="${DEMO_KARPENTER:-}"
 GPU="${DEMO_GPU:-NVIDIA-H200}"
 if [ "$KARPENTER" = "1" ]; then "$ROOT/hack/build-karpenter.sh"; fi

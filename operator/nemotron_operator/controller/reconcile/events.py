@@ -1,4 +1,5 @@
-"""Which condition changes of a NemotronDeployment get a Kubernetes Event, and of which type.
+"""The status written when it changed, and which condition changes of a NemotronDeployment get a
+Kubernetes Event, and of which type.
 
 The Events are posted through ``kube.writes.post_event``. Messages come from the status
 computation, which never reads a Secret: at most a Secret's name appears
@@ -7,12 +8,19 @@ computation, which never reads a Secret: at most a Secret's name appears
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from nemotron_operator.api import Condition
+from nemotron_operator.api import Condition, NemotronDeploymentStatus
+from nemotron_operator.controller.reconcile.outcome import Outcome
+from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import KubeClient, writes
+from nemotron_operator.kube.timestamps import format_time
+from nemotron_operator.status import StatusInputs, compute_status, flipped
+
+logger = logging.getLogger(__name__)
 
 # A condition in this state is bad news: a Warning Event; anything else is Normal.
 _WARNING = {
@@ -78,3 +86,30 @@ async def post_events(
             message=event_message(condition),
             now=now,
         )
+
+
+async def write_status(
+    kube: KubeClient,
+    deployments: DeploymentStore,
+    raw: dict[str, Any],
+    inputs: StatusInputs,
+    *,
+    previous: NemotronDeploymentStatus | None,
+    outcome: Outcome,
+) -> None:
+    """Compute the status; patch it only when it differs from the stored one (its answer into
+    the store), then post an Event per condition change that matters."""
+    moment = datetime.now(UTC)
+    status = compute_status(inputs, previous, now=format_time(moment))
+    outcome.status = status
+    new_wire = status.to_wire()
+    old_wire = previous.to_wire() if previous is not None else {}
+    if new_wire == old_wire:
+        return
+    changed = sorted(k for k in {*new_wire, *old_wire} if new_wire.get(k) != old_wire.get(k))
+    metadata = raw["metadata"]
+    logger.debug("%s/%s: status changes in %s", metadata["namespace"], metadata["name"], changed)
+    deployments.written(await writes.patch_status(kube, raw, new_wire))
+    outcome.status_written = True
+    before = list(previous.conditions) if previous is not None else []
+    await post_events(kube, metadata, before, flipped(before, status.conditions), moment)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
-from nemotron_operator.api import NemotronDeployment, NemotronDeploymentStatus
+from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller.decide import desired, download, gateway, keda, ranks
@@ -25,7 +24,7 @@ from nemotron_operator.controller.pods.autoscaler import AutoscaleView
 from nemotron_operator.controller.queue import Key
 from nemotron_operator.controller.reconcile import apply, finalizer
 from nemotron_operator.controller.reconcile.endpoint import routed_endpoint
-from nemotron_operator.controller.reconcile.events import post_events
+from nemotron_operator.controller.reconcile.events import write_status
 from nemotron_operator.controller.reconcile.outcome import Outcome, ReadState
 from nemotron_operator.controller.reconcile.parts import Parts
 from nemotron_operator.controller.reconcile.unchanged import Fingerprint, LastInputs, fingerprint
@@ -43,7 +42,6 @@ from nemotron_operator.kube.resources import (
     Resource,
     resource_of,
 )
-from nemotron_operator.kube.timestamps import format_time
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.status import (
@@ -51,8 +49,6 @@ from nemotron_operator.status import (
     StatusInputs,
     assess_readiness,
     check_capacity,
-    compute_status,
-    flipped,
     node_pool_problem,
     startup,
 )
@@ -226,7 +222,9 @@ class Reconciler:
             endpoint=routed or inputs.endpoint,
             autoscaling=keda.assess(read.deployment, served, names),
         )
-        await self._write_status(raw, inputs, read.previous, outcome)
+        await write_status(
+            self.kube, self.deployments, raw, inputs, previous=read.previous, outcome=outcome
+        )
         return outcome
 
     async def _sync(
@@ -361,30 +359,6 @@ class Reconciler:
             startup=startup.assess_startup(pods) if readiness is not None else None,
             predicted_startup=predicted,
         )
-
-    async def _write_status(
-        self,
-        raw: dict[str, Any],
-        inputs: StatusInputs,
-        previous: NemotronDeploymentStatus | None,
-        outcome: Outcome,
-    ) -> None:
-        moment = datetime.now(UTC)
-        status = compute_status(inputs, previous, now=format_time(moment))
-        outcome.status = status
-        new_wire = status.to_wire()
-        old_wire = previous.to_wire() if previous is not None else {}
-        if new_wire == old_wire:
-            return
-        changed = sorted(k for k in {*new_wire, *old_wire} if new_wire.get(k) != old_wire.get(k))
-        metadata = raw["metadata"]
-        logger.debug(
-            "%s/%s: status changes in %s", metadata["namespace"], metadata["name"], changed
-        )
-        self.deployments.written(await writes.patch_status(self.kube, raw, new_wire))
-        outcome.status_written = True
-        before = list(previous.conditions) if previous is not None else []
-        await post_events(self.kube, metadata, before, flipped(before, status.conditions), moment)
 
     async def _finalize(self, raw: dict[str, Any]) -> Outcome:
         """Deletion: the namespaced children go by garbage collection (owner references); the

@@ -94,6 +94,7 @@ class StubVllm:
             release=_release(vllm_version),
         )
         self.served_model_name: str = self.config.served_model_name
+        self.vllm_version = vllm_version
         self.startup = startup or StartupRun(StartupTimes(load_seconds=load_seconds))
         self._kv_capacity_tokens = kv_capacity_tokens
         self._timing = timing
@@ -209,7 +210,7 @@ class StubVllm:
 
     async def _version(self, _: web.Request) -> web.Response:
         return web.json_response(
-            {"version": VLLM_VERSION, "simulated": True, "simulator": SIMULATION_NOTE}
+            {"version": self.vllm_version, "simulated": True, "simulator": SIMULATION_NOTE}
         )
 
     async def _metrics(self, _: web.Request) -> web.Response:

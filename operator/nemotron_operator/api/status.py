@@ -23,6 +23,7 @@ ConditionType = Literal[
     "InferenceGateway",
     "Verified",
     "Autoscaling",
+    "MultiNodeBackend",
 ]
 CamelReason = Annotated[
     str,

@@ -29,6 +29,7 @@ APPLY_REJECTED = "ApplyRejected"
 SCALED_TO_ZERO = "ScaledToZero"
 GATEWAY_CONDITION = "InferenceGateway"
 AUTOSCALING_CONDITION = "Autoscaling"
+MULTI_NODE_CONDITION = "MultiNodeBackend"
 
 
 IDLE_MESSAGE = (
@@ -71,6 +72,9 @@ class StatusInputs:
     # autoscaling.provider KEDA: the Autoscaling condition (controller/decide/keda.py); None
     # otherwise (the condition goes).
     autoscaling: tuple[str, str, str] | None = None
+    # spec.multiNode: the MultiNodeBackend condition (controller/decide/multinode.py); None for
+    # a replica on one node (the condition goes).
+    multi_node: tuple[str, str, str] | None = None
     verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
     # With LoRA on, what each serving pod serves (controller/pods/adapters.py): (pod, names, the
     # last failure to load or unload).
@@ -218,10 +222,16 @@ def compute_status(
         conditions.append(cond(GATEWAY_CONDITION, *inputs.gateway))
     if inputs.autoscaling is not None and inputs.plan is not None:
         conditions.append(cond(AUTOSCALING_CONDITION, *inputs.autoscaling))
+    if inputs.multi_node is not None and inputs.plan is not None:
+        conditions.append(cond(MULTI_NODE_CONDITION, *inputs.multi_node))
     if inputs.verified is not None and inputs.plan is not None:
         conditions.append(cond("Verified", *inputs.verified))
     # The optional types go when their input does (the feature is off).
-    optional = ((GATEWAY_CONDITION, inputs.gateway), (AUTOSCALING_CONDITION, inputs.autoscaling))
+    optional = (
+        (GATEWAY_CONDITION, inputs.gateway),
+        (AUTOSCALING_CONDITION, inputs.autoscaling),
+        (MULTI_NODE_CONDITION, inputs.multi_node),
+    )
     dropped = {c.type for c in conditions} | {t for t, given in optional if given is None}
     keep_others = [c for c in before if c.type not in dropped]
     return NemotronDeploymentStatus.model_validate(

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from nemotron_operator.render import names as n
+from nemotron_operator.render.multinode import GROUP_INDEX_LABEL
 
 GATE = n.VERIFIED_CONDITION
 PASSED = "Passed"
@@ -49,7 +50,11 @@ def role(pod: Mapping[str, Any]) -> str | None:
 
 
 def replica(pod: Mapping[str, Any]) -> str | None:
-    return ((pod.get("metadata") or {}).get("labels") or {}).get(n.REPLICA)
+    """The multi-node replica of a pod: its StatefulSet layout label, or its LeaderWorkerSet
+    group (LWS labels a group's pods with their group index, not with ours)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    found: str | None = labels.get(n.REPLICA) or labels.get(GROUP_INDEX_LABEL)
+    return found
 
 
 def pod_name(pod: Mapping[str, Any]) -> str:

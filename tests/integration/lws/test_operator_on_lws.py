@@ -15,6 +15,7 @@ from tests.integration.operator.helpers import (
     PODS,
     apply,
     children,
+    condition,
     status,
     wait_ready,
 )
@@ -87,3 +88,77 @@ def test_a_multi_node_deployment_runs_on_lws_by_default_scales_by_group_and_goes
         seconds=120,
         what="the LeaderWorkerSet, its StatefulSets and pods gone with the deployment",
     )
+
+
+def uids(cluster: KubeHandle) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in children(cluster, PODS, NAME)}
+
+
+@pytest.mark.parametrize("sim_cluster", [CLUSTER], indirect=True)
+def test_switching_the_backend_of_a_live_deployment_is_refused(
+    sim_cluster: KubeHandle, operator_process: OperatorProcess
+) -> None:
+    ensure_namespace(sim_cluster, NAMESPACE)
+    apply(sim_cluster, manifest(multiNode={"backend": "StatefulSet"}))
+    wait_ready(sim_cluster, NAME, seconds=180)
+    assert condition(sim_cluster, "MultiNodeBackend", NAME)["reason"] == "StatefulSet"
+    before = uids(sim_cluster)
+    apply(sim_cluster, manifest(multiNode={"backend": "LeaderWorkerSet"}))
+    sim_cluster.wait_until(
+        lambda: condition(sim_cluster, "MultiNodeBackend", NAME).get("reason") == "SwitchRefused",
+        seconds=60,
+        what="the switch refused",
+    )
+    found = condition(sim_cluster, "MultiNodeBackend", NAME)
+    assert found["status"] == "False"
+    assert "delete and recreate the NemotronDeployment" in found["message"]
+    assert not sim_cluster.list(LWS, NAMESPACE)  # nothing of the other layout applied
+    assert uids(sim_cluster) == before  # the running replicas untouched
+    assert status(sim_cluster, NAME)["readyReplicas"] == 1
+
+
+@pytest.mark.parametrize("sim_cluster", [CLUSTER], indirect=True)
+def test_a_rollout_replaces_one_group_at_a_time_never_both(
+    sim_cluster: KubeHandle, operator_process: OperatorProcess
+) -> None:
+    ensure_namespace(sim_cluster, NAMESPACE)
+    apply(sim_cluster, manifest(replicas=2, rollout={"maxUnavailable": 1}))
+    wait_ready(sim_cluster, NAME, seconds=180)
+    before = uids(sim_cluster)
+    apply(sim_cluster, manifest(replicas=2, rollout={"maxUnavailable": 1}, engine={
+        "maxModelLen": 32768, "maxNumSeqs": 64}))  # fmt: skip
+    ready_groups_seen: list[int] = []
+    transitions: list[Any] = []
+
+    def replaced() -> bool:
+        pods = children(sim_cluster, PODS, NAME)
+        groups: dict[str, list[bool]] = {}
+        for pod in pods:
+            group = pod["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/group-index", "")
+            conditions = (pod.get("status") or {}).get("conditions") or []
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            groups.setdefault(group, []).append(
+                ready and not pod["metadata"].get("deletionTimestamp")
+            )
+        ready_groups_seen.append(sum(1 for g in groups.values() if len(g) == 2 and all(g)))
+        seen = sorted(
+            (p["metadata"]["name"], p["metadata"]["uid"][:4], ready)
+            for p in pods
+            for ready in [
+                any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in (p.get("status") or {}).get("conditions") or []
+                )
+            ]
+        )
+        if not transitions or transitions[-1] != seen:
+            transitions.append(seen)
+        now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
+        return all(now.get(name) not in (None, uid) for name, uid in before.items()) and (
+            ready_groups_seen[-1] == 2
+        )
+
+    sim_cluster.wait_until(replaced, seconds=180, every=0.1, what="both groups replaced")
+    # maxUnavailable 1: at every look at least one group was whole and Ready.
+    assert min(ready_groups_seen) >= 1, transitions
+    wait_ready(sim_cluster, NAME, seconds=120)

@@ -102,3 +102,18 @@ def test_a_vllm_restarted_after_the_check_is_checked_again() -> None:
     assert not restarted_since_check(started("2026-05-01T12:00:00Z"))  # the process checked
     assert restarted_since_check(started("2026-05-01T12:03:00Z"))  # a later one
     assert not restarted_since_check(pod("a-1", gate=FAILED))  # failed pods back off instead
+
+
+def test_a_leader_worker_set_pod_belongs_to_its_group() -> None:
+    """LWS labels a group's pods with their group index, not with the StatefulSet layout's
+    replica label: a worker must follow its own group's leader (seen on the real LWS
+    controller: with one shared key, a new leader's pending check took another group's worker
+    out of its endpoints during a rollout)."""
+    from nemotron_operator.status.verification import replica
+
+    def pod(labels: dict[str, str]) -> dict[str, Any]:
+        return {"metadata": {"labels": labels}}
+
+    assert replica(pod({"leaderworkerset.sigs.k8s.io/group-index": "1"})) == "1"
+    assert replica(pod({"serving.nemotron.io/replica": "0"})) == "0"
+    assert replica(pod({})) is None

@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nemotron_operator.controller.decide import ranks
 from nemotron_operator.kube import KubeClient, writes
 from nemotron_operator.kube.resources import CHILD_RESOURCES, NODE_POOLS, Resource, resource_of
 from nemotron_operator.render import names as n
@@ -174,3 +175,17 @@ async def delete_node_pools(kube: KubeClient, live: Live) -> bool:
     for pool in pools:
         await writes.delete_child(kube, NODE_POOLS, pool)
     return not pools
+
+
+async def restart_failed_groups(
+    kube: KubeClient, pods: list[dict[str, Any]], names: n.Names
+) -> None:
+    """StatefulSet layout: delete the leader pod of a replica whose worker rank died, so that
+    its StatefulSet starts it again and the ranks re-form (controller/decide/ranks.py)."""
+    for leader in ranks.leaders_to_restart(pods):
+        if await writes.delete_pod(kube, leader):
+            name = leader["metadata"]["name"]
+            logger.info(
+                "%s/%s: a worker rank died: deleted leader pod %s to re-form the group",
+                names.namespace, names.instance, name,
+            )  # fmt: skip

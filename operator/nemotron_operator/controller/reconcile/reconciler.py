@@ -17,7 +17,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
-from nemotron_operator.controller.decide import desired, download, gateway, keda, ranks
+from nemotron_operator.controller.decide import desired, download, gateway, keda, multinode
 from nemotron_operator.controller.decide.desired import Planned
 from nemotron_operator.controller.decide.rollout import Held
 from nemotron_operator.controller.pods.autoscaler import AutoscaleView
@@ -178,6 +178,7 @@ class Reconciler:
             await apply.read_instance(self.kube, self.cache, PODS, names.namespace, names.instance)
         )
         held, waiting = Held([], frozenset(), None), download.Gated([], frozenset(), None)
+        multi_node = None  # the MultiNodeBackend condition (decide/multinode.py)
         gateway_state = gateway.assess(
             read.deployment,
             served,
@@ -196,13 +197,13 @@ class Reconciler:
             wants_pool = any(resource_of(o) == NODE_POOLS for o in desired) and NODE_POOLS in served
             if wants_pool:
                 await finalizer.hold(self.kube, self.deployments, raw, True)
-            keep = held.keep | waiting.keep
+            layout = multinode.decide(
+                read.deployment, read.planned.result.plan, desired, live.objects, served
+            )
+            desired, multi_node = layout.desired, layout.condition
+            keep = held.keep | waiting.keep | layout.keep
             apply_error = await self._sync(desired, live, served, outcome, keep=keep)
-            for leader in ranks.leaders_to_restart(pods):  # a worker rank died (StatefulSets)
-                if await writes.delete_pod(self.kube, leader):
-                    name = leader["metadata"]["name"]
-                    logger.info("%s/%s: a worker rank died: deleted leader pod %s to re-form the "
-                                "group", names.namespace, names.instance, name)  # fmt: skip
+            await apply.restart_failed_groups(self.kube, pods, names)
             deleted = set(outcome.deleted)
             pools_left = [
                 p for p in live.of(NODE_POOLS) if f"NodePool/{p['metadata']['name']}" not in deleted
@@ -221,6 +222,7 @@ class Reconciler:
             gateway=gateway.with_picker_readiness(gateway_state, picker, names),
             endpoint=routed or inputs.endpoint,
             autoscaling=keda.assess(read.deployment, served, names),
+            multi_node=multi_node,
         )
         await write_status(
             self.kube, self.deployments, raw, inputs, previous=read.previous, outcome=outcome

@@ -108,12 +108,14 @@ cat <<EOF
  nemotron-operator demo -- a REAL control plane, SIMULATED GPU nodes
  Real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (Kubernetes'
  own code), so RBAC, server-side apply, admission, scheduling and the StatefulSet
- controller are Kubernetes'. Simulated: the NVIDIA GPU nodes, their kubelets (the
- operator runs as a local process), and vLLM (a stand-in: deterministic text, real
- vLLM metric names). No model, GPU or container is involved.
-================================================================================
+ controller are Kubernetes'. Simulated: the NVIDIA GPU nodes and their kubelets (the
+ operator runs as a local process). No GPU or container is involved.
 EOF
-if [ "$ENGINE" = "vllm" ]; then
+if [ "$ENGINE" != "vllm" ]; then
+  echo " vLLM is simulated too (a stand-in: deterministic text, real vLLM metric names); no model."
+  echo "================================================================================"
+else
+  echo "================================================================================"
   VLLM_RELEASE="$("$VLLM_PY" -c 'import vllm; print(vllm.__version__)')"
   echo " ENGINE: a REAL vLLM (vLLM's CPU build, $VLLM_RELEASE) serving a TINY Nemotron-H"
   echo " with RANDOM weights (4 MB, made on this machine) on the CPU: the parsers, metrics,"
@@ -265,7 +267,8 @@ show kubectl get pods -A -o wide
 show kubectl get events -n "$NAMESPACE" --field-selector involvedObject.kind=NemotronDeployment \
   --sort-by=.lastTimestamp -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
 
-step "A chat completion through status.endpoint (its Service's ClusterIP -> stand-in vLLM)"
+if [ "$ENGINE" = "vllm" ]; then SERVER="vLLM's CPU build"; else SERVER="stand-in vLLM"; fi
+step "A chat completion through status.endpoint (its Service's ClusterIP -> $SERVER)"
 ENDPOINT="$(kubectl get nd "$NAME" -n "$NAMESPACE" -o jsonpath='{.status.endpoint}')"
 # http://<service>.<namespace>.svc:<port>/v1: the simulated cluster has no DNS, so resolve the
 # Service name to its ClusterIP as cluster DNS would.
@@ -286,6 +289,7 @@ body = {
     "model": model,
     "messages": [{"role": "user", "content": "In one sentence: what is a Mamba layer?"}],
     "max_tokens": 40,
+    "temperature": 0,
 }
 print(f"$ curl {base}/v1/chat/completions -H 'Content-Type: application/json' \\")
 print(f"    -d '{json.dumps(body)}'")
@@ -306,7 +310,7 @@ if simulated:
     print(f"(X-Simulated: {simulated})")
 with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
     metrics = response.read().decode()
-print("vLLM metrics after the request (stand-in):")
+print("vLLM metrics after the request:")
 for line in metrics.splitlines():
     if line.startswith(("vllm:generation_tokens_total", "vllm:prompt_tokens_total",
                         "vllm:num_requests_running")):
@@ -342,7 +346,7 @@ def chat(worker: int) -> None:
     for i in range(1000):
         if stop.is_set():
             return
-        body = {"model": model, "max_tokens": 64, "ignore_eos": True,
+        body = {"model": model, "max_tokens": 64, "ignore_eos": True, "temperature": 0,
                 "messages": [{"role": "user", "content": f"request {worker}.{i}"}]}
         request = urllib.request.Request(f"{base}/v1/chat/completions", json.dumps(body).encode(),
                                          {"Content-Type": "application/json"})

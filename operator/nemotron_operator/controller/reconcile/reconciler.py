@@ -32,7 +32,7 @@ from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.controller.watch.inventory import InventoryReader
 from nemotron_operator.controller.watch.served_kinds import ServedKinds, served_children
-from nemotron_operator.kube import Action, ApiError, KubeClient, writes
+from nemotron_operator.kube import Action, ApiError, KubeClient
 from nemotron_operator.kube.resources import (
     DEPLOYMENTS,
     LEADER_WORKER_SETS,

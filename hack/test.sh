@@ -29,6 +29,9 @@ fi
 # .cache/vllm-cpu on the first run (about 3.2 GB downloaded, 4-15 minutes on 2 cores), a no-op
 # afterwards.
 "$ROOT/hack/build-vllm-cpu.sh"
+# The real neighbours the add-on tests run (docs/simulated-cluster.md, "Add-ons"): the Prometheus
+# Operator and Prometheus, each from its own Go module; a no-op once built.
+"$ROOT/hack/build-addons.sh" prometheus-operator prometheus
 "$ROOT/hack/lint.sh"
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass. The 30 slowest
 # tests are listed, so that a slow one is seen where it is added.

@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nemotron_sim import netns
+from nemotron_sim import addons, netns
 from nemotron_sim.agents.node_objects import NodeSpecError, parse_node_spec
 from nemotron_sim.cli_options import add_cluster_options, check_cluster_options, pod_options
 from nemotron_sim.controlplane.binaries import MissingBinariesError, bin_dir
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_cluster_options(args)
         bin_dir()
-    except (NodeSpecError, ValueError, MissingBinariesError) as error:
+    except (NodeSpecError, ValueError, MissingBinariesError, addons.MissingAddonError) as error:
         sys.stderr.write(f"python -m nemotron_sim: {error}\n")
         return 2
     try:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from nemotron_sim import addons as neighbours
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
 from nemotron_sim.controlplane import ControlPlaneError
 from nemotron_sim.controlplane.flags import Settings
@@ -83,7 +84,8 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--addons", default="", metavar="NAME[,...]",
         help="real controllers of other projects to run in the cluster: lws (LeaderWorkerSet, "
-        "built by hack/build-lws.sh)",
+        "built by hack/build-lws.sh), monitoring (the Prometheus Operator and Prometheus), keda "
+        "(built by hack/build-addons.sh)",
     )  # fmt: skip
     parser.add_argument(
         "--real-nodes", type=int, default=0, metavar="N",
@@ -105,9 +107,13 @@ def check_cluster_options(args: argparse.Namespace) -> None:
     for text in args.command:
         parse_mapping(text, "--command")
     engine_mappings(args.engine, args.vllm_python)
-    unknown = sorted(set(addons(args)) - {"lws"})
+    known = ("lws", *neighbours.COMPONENTS)
+    unknown = sorted(set(addons(args)) - set(known))
     if unknown:
-        raise ValueError(f"--addons: unknown add-on(s) {', '.join(unknown)} (known: lws)")
+        raise ValueError(
+            f"--addons: unknown add-on(s) {', '.join(unknown)} (known: {', '.join(known)})"
+        )
+    neighbours.crds([a for a in addons(args) if a != "lws"])  # MissingAddonError if not built
     if "lws" in addons(args):
         try:
             build_dir()

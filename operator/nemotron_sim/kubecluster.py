@@ -21,11 +21,15 @@ import dataclasses
 import logging
 import ssl
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from nemotron_sim.addons import COMPONENTS as ADDON_COMPONENTS
+from nemotron_sim.addons import crds as addon_crds
+from nemotron_sim.addons import install as install_addons
+from nemotron_sim.addons import programs as addon_programs
 from nemotron_sim.agents.kubelet_api import KubeletApi
 from nemotron_sim.agents.node_objects import (
     DEFAULT_NODES,
@@ -69,7 +73,7 @@ from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
 
 log = logging.getLogger("nemotron_sim")
-ADDONS = ("lws",)  # controllers of other projects the cluster can run (real ones)
+ADDONS = ("lws", *ADDON_COMPONENTS)  # controllers of other projects the cluster can run (real ones)
 MIRRORED = (
     NODES, PODS, SECRETS, CONFIGMAPS, SERVICEACCOUNTS, SERVICES, ENDPOINT_SLICES, CLAIMS, VOLUMES,
     RESOURCE_CLAIMS, RESOURCE_SLICES,
@@ -111,13 +115,15 @@ class KubeCluster:
         """``crds``: CRD files installed before kube-controller-manager starts (its garbage
         collector finds their types at once instead of at its next 30 s discovery).
         ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes.
-        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``).
+        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``);
+        ``monitoring`` and ``keda`` real neighbours as pods (``nemotron_sim.addons``).
         ``real_nodes``: that many nodes (system nodes first, then GPU nodes) run a real kubelet
         and containerd (nemotron_sim.realnodes) when this machine can; ``real_node_note`` says
         why not otherwise, and the simulated kubelet runs them."""
         unknown = sorted(set(addons) - set(ADDONS))
         if unknown:
             raise ValueError(f"unknown add-on(s) {', '.join(unknown)}: {', '.join(ADDONS)}")
+        self.addons = addon_programs([a for a in addons if a != "lws"])
         self._tempdir = (
             tempfile.TemporaryDirectory(prefix="nemotron-sim-") if workdir is None else None
         )
@@ -130,7 +136,10 @@ class KubeCluster:
             load_seconds=load_seconds,
             init_seconds=init_seconds,
             probe_period=probe_period,
-            programs=ImagePrograms.with_defaults(images, commands),
+            programs=ImagePrograms.with_defaults(
+                {**self.addons.images, **(images or {})},
+                {**self.addons.commands, **(commands or {})},
+            ),
             probe_time_scale=probe_time_scale,
             crash_backoff_seconds=crash_backoff_seconds,
             crash_backoff_cap_seconds=crash_backoff_cap_seconds,
@@ -151,7 +160,11 @@ class KubeCluster:
         # The same admin, through the fault proxy (what the operator under test is given).
         self.proxy_kubeconfig = self.kubeconfig.with_name(self.kubeconfig.name + "-via-proxy")
         self.lws = LeaderWorkerSetAddon(self.control_plane) if "lws" in addons else None
-        self.extra_crds = [*crds, *([self.lws.crds] if self.lws else [])]
+        self.extra_crds = [
+            *crds,
+            *([self.lws.crds] if self.lws else []),
+            *addon_crds(self.addons.names),
+        ]
         self.karpenter = Karpenter(self.workdir / "karpenter", karpenter) if karpenter else None
         self._ordinals = iter(range(MAX_NODES))  # the nodes' InternalIPs, in order
         self._node_ips: dict[str, str] = {}  # what the kubelet serves (Karpenter's nodes join)
@@ -242,7 +255,14 @@ class KubeCluster:
             self.real = RealNodes(plane, self.api, real)
             await self.real.start()
             lap("real nodes Ready")
+        await self._install_addons(lap)
         self.started_seconds = loop.time() - began
+
+    async def _install_addons(self, lap: Callable[[str], None]) -> None:
+        """The real neighbours as pods (nemotron_sim.addons), once the nodes are up."""
+        if self.addons.names and self.api is not None:
+            await install_addons(self.api, self.addons.names)
+            lap("add-ons applied")
 
     async def stop(self) -> None:
         if self.karpenter is not None:

@@ -108,13 +108,15 @@ class E2ECluster:
             "create", "token", account, "-n", OPERATOR_NAMESPACE, "--duration=1h"
         ).stdout.strip()
 
-    def helm_install(self, *extra: str, release: str = RELEASE) -> subprocess.CompletedProcess[str]:
+    def helm_install(
+        self, *extra: str, release: str = RELEASE, namespace: str = OPERATOR_NAMESPACE
+    ) -> subprocess.CompletedProcess[str]:
         return self.helm(
             "install",
             release,
             str(CHART),
             "--namespace",
-            OPERATOR_NAMESPACE,
+            namespace,
             "--create-namespace",
             "--wait",
             "--timeout",

@@ -42,6 +42,7 @@ class Informer(ObjectStore):
         project: Projection = slim,
         listener: Listener | None = None,
         on_restart: Callable[[str], None] | None = None,
+        on_open: Callable[[str], None] | None = None,
         backoffs: Sequence[float] = DEFAULT_BACKOFFS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -52,6 +53,7 @@ class Informer(ObjectStore):
         self.field_selector = field_selector
         self.listener = listener
         self.on_restart = on_restart  # called with the plural each time a stream is re-opened
+        self.on_open = on_open  # called with the plural when the first stream opens
         self.streams = 0
         self.backoffs = tuple(backoffs) or DEFAULT_BACKOFFS
         self._clock = clock
@@ -126,6 +128,8 @@ class Informer(ObjectStore):
         self.streams += 1
         if self.streams > 1 and self.on_restart is not None:
             self.on_restart(self.resource.plural)
+        if self.streams == 1 and self.on_open is not None:
+            self.on_open(self.resource.plural)
         stream = self.kube.watch(
             self.resource,
             self.namespace,

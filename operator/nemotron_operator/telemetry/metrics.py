@@ -328,6 +328,12 @@ class OperatorMetrics:
     def watch_restarted(self, resource: str) -> None:
         self.watch_restarts.labels(resource).inc()
 
+    def watch_opened(self, resource: str) -> None:
+        """The resource's restarts series exists from its first stream, at 0: a labelled
+        counter has no series until created, and the dashboard's watch-restarts panel (increase
+        over the range) showed no data for a healthy operator in a real Prometheus."""
+        self.watch_restarts.labels(resource)
+
     def scrape_finished(self, result: str) -> None:
         self.scrapes.labels(result).inc()
 

@@ -70,6 +70,7 @@ SERVICE_MONITOR_SCHEMA = {
                                 "type": "string",
                                 "pattern": "^([0-9]+(ms|s|m|h))+$",
                             },
+                            "honorLabels": {"type": "boolean"},
                             # SafeAuthorization: a Secret's key in the ServiceMonitor's namespace.
                             "authorization": {
                                 "type": "object",

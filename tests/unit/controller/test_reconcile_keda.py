@@ -81,3 +81,38 @@ async def test_the_built_in_autoscaler_writes_replicas_only_as_the_provider(
     assert (SCALE in w.kube.written()[mark:]) is scaled
     assert w.reconciler.parts.autoscaler.scales((NS, NAME)) is scaled
     assert w.nd()["spec"]["replicas"] == (2 if scaled else 1)
+
+
+def keda_status(ready: str, active: str, message: str = "") -> dict[str, Any]:
+    """Status with KEDA's condition types (apis/keda/v1alpha1/condition_types.go, v2.21.0)."""
+    return {
+        "conditions": [
+            {"type": "Ready", "status": ready, "reason": "ScaledObjectReady", "message": message},
+            {"type": "Active", "status": active, "reason": "ScalerActive", "message": ""},
+            {"type": "Fallback", "status": "False", "reason": "NoFallbackFound", "message": ""},
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    ("ready", "active", "expected"),
+    [
+        ("True", "True", ("True", "KEDAActive", "is active")),
+        ("True", "False", ("True", "KEDAIdle", "KEDA scales to zero after idleSeconds")),
+        ("False", "False", ("False", "KEDANotReady", "is not ready: query refused")),
+        ("Unknown", "Unknown", ("True", "ScaledObjectApplied", "between 0 and 3")),
+    ],
+)
+async def test_the_condition_says_what_kedas_own_status_says(
+    ready: str, active: str, expected: tuple[str, str, str]
+) -> None:
+    w = world(crds=frozenset({SCALED_OBJECTS}))
+    await created(w, autoscaling=KEDA)
+    scaled = w.kube.stored(SCALED_OBJECTS, NS, NAME)
+    scaled["status"] = keda_status(ready, active, "query refused")
+    w.kube.put(SCALED_OBJECTS, scaled)
+    outcome, _ = await w.reconcile()
+    condition = autoscaling_condition(outcome)
+    assert condition is not None
+    assert condition[:2] == expected[:2]
+    assert expected[2] in condition[2]

@@ -137,3 +137,23 @@ def test_each_pod_start_is_observed_once_by_phase_and_goes_with_its_deployment()
         assert found["nemotron_deployment_startup_seconds_count{" + labels.format(phase) + "}"] == 1
     tracked.forget(key)
     assert deployment_series(metrics, "a") == {}
+
+
+def test_a_watched_resource_has_its_restarts_series_at_zero_from_its_first_stream() -> None:
+    """A labelled counter has no series until a child exists: without this the dashboard's
+    watch-restarts panel returned no data from a real Prometheus for a healthy operator."""
+    metrics = OperatorMetrics()
+    assert not [s for s in series(metrics) if s[0] == "nemotron_operator_watch_restarts_total"]
+    metrics.watch_opened("pods")
+    assert ("nemotron_operator_watch_restarts_total", (("resource", "pods"),)) in series(metrics)
+    value = metrics.registry.get_sample_value(
+        "nemotron_operator_watch_restarts_total", {"resource": "pods"}
+    )
+    assert value == 0
+    metrics.watch_restarted("pods")
+    assert (
+        metrics.registry.get_sample_value(
+            "nemotron_operator_watch_restarts_total", {"resource": "pods"}
+        )
+        == 1
+    )

@@ -38,6 +38,7 @@ from nemotron_operator.kube.resources import (
     LEADER_WORKER_SETS,
     NODE_POOLS,
     PODS,
+    SCALED_OBJECTS,
     STATEFULSETS,
     Resource,
     resource_of,
@@ -221,7 +222,12 @@ class Reconciler:
             inputs,
             gateway=gateway.with_picker_readiness(gateway_state, picker, names),
             endpoint=routed or inputs.endpoint,
-            autoscaling=keda.assess(read.deployment, served, names),
+            autoscaling=keda.assess(
+                read.deployment,
+                served,
+                names,
+                live.objects.get((SCALED_OBJECTS, names.scaled_object)),
+            ),
             multi_node=multi_node,
         )
         await write_status(

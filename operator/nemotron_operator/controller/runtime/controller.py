@@ -61,6 +61,7 @@ class Controller:
             config.namespaces,
             enqueue=self.queue.add,
             on_restart=self.metrics.watch_restarted,
+            on_open=self.metrics.watch_opened,
         )
         # The watches every reconcile reads, and the parts beside it (controller/part.py).
         self.inventory = InventoryReader(
@@ -69,6 +70,7 @@ class Controller:
         self.discovery = ServedKinds(kube, OPTIONAL_RESOURCES)
         for watch in self.inventory.follow():
             watch.on_restart = self.metrics.watch_restarted
+            watch.on_open = self.metrics.watch_opened
         autoscaler = Autoscaler(kube, self.queue)
         scraper = Scraper(
             config,

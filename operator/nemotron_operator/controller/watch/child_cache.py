@@ -61,11 +61,13 @@ class ChildCache:
         namespaces: Iterable[str],
         enqueue: Enqueue | None = None,
         on_restart: Callable[[str], None] | None = None,
+        on_open: Callable[[str], None] | None = None,
     ) -> None:
         self.kube = kube
         self.namespaces: tuple[str | None, ...] = tuple(namespaces) or (None,)
         self.enqueue = enqueue
         self.on_restart = on_restart  # a watch stream re-opened (the restarts metric)
+        self.on_open = on_open  # a resource's first watch stream (its restarts series at 0)
         self._informers: dict[tuple[Resource, str | None], Informer] = {}
         self._tasks: dict[tuple[Resource, str | None], asyncio.Task[None]] = {}
         # (namespace, instance label) → NemotronDeployment name, from the children seen.
@@ -94,6 +96,7 @@ class ChildCache:
                         index_label=n.INSTANCE,
                         listener=self._changed,
                         on_restart=self.on_restart,
+                        on_open=self.on_open,
                     )
                     self._informers[key] = informer
                     self._tasks[key] = asyncio.create_task(

@@ -1,0 +1,67 @@
+"""Optional cluster add-ons: real neighbours of the operator, built from their Go modules by
+``hack/build-addons.sh`` and run in the simulated cluster as pods (``KubeCluster(addons=...)``,
+``python -m nemotron_sim --addons monitoring,keda``).
+
+- ``monitoring``: the Prometheus Operator and the Prometheus it runs (monitoring.py).
+- ``keda``: KEDA's operator (keda.py).
+
+Each add-on names the images its pods use (run as local processes by the simulated kubelet,
+programs.py), the CRDs to install with the cluster's (from the same module version), and the
+objects to apply once the nodes are up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nemotron_sim.addons import keda, monitoring
+from nemotron_sim.addons.binaries import MissingAddonError, built
+from nemotron_sim.kubeapi.client import KubeApi
+
+__all__ = ["COMPONENTS", "Addons", "MissingAddonError", "crds", "install", "parse", "programs"]
+# add-on → the components (hack/build-addons.sh) it needs; the first one's CRDs are installed
+COMPONENTS = {"monitoring": ("prometheus-operator", "prometheus"), "keda": ("keda",)}
+
+
+@dataclass(frozen=True)
+class Addons:
+    names: tuple[str, ...] = ()
+    images: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    commands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def parse(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``monitoring,keda`` → the add-on names; ValueError naming an unknown one."""
+    names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text) if n.strip()]
+    unknown = [n for n in names if n not in COMPONENTS]
+    if unknown:
+        raise ValueError(
+            f"--addons: unknown add-on(s) {', '.join(unknown)}; known: {', '.join(COMPONENTS)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def programs(names: Iterable[str]) -> Addons:
+    chosen = parse(list(names))
+    images: dict[str, tuple[str, ...]] = {}
+    commands: dict[str, tuple[str, ...]] = {}
+    for name in chosen:
+        module = _MODULES[name]
+        images.update(module.IMAGES)
+        commands.update(module.COMMANDS)
+    return Addons(chosen, images, commands)
+
+
+def crds(names: Iterable[str]) -> list[Path]:
+    return [built(COMPONENTS[n][0]) / "crds" for n in parse(list(names))]
+
+
+async def install(api: KubeApi, names: Iterable[str]) -> None:
+    for name in parse(list(names)):
+        await _MODULES[name].install(api)
+
+
+_MODULES: dict[str, Any] = {"monitoring": monitoring, "keda": keda}

@@ -1,0 +1,54 @@
+"""Server-side apply of an add-on's manifests (YAML as their projects publish them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nemotron_sim.kubeapi.client import APPLY_PATCH, KubeApi
+from nemotron_sim.kubeapi.resources import ResourceKey
+
+FIELD_MANAGER = "nemotron-sim-addons"
+_PLURALS = {"Prometheus": "prometheuses", "Endpoints": "endpoints"}
+_CLUSTER_KINDS = frozenset(
+    {"Namespace", "ClusterRole", "ClusterRoleBinding", "APIService", "CustomResourceDefinition"}
+)
+
+
+def load(paths: Iterable[Path]) -> list[dict[str, Any]]:
+    return [
+        doc
+        for path in paths
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict) and doc.get("kind")
+    ]
+
+
+def resource_key(obj: dict[str, Any]) -> ResourceKey:
+    group, _, version = str(obj["apiVersion"]).rpartition("/")
+    kind = str(obj["kind"])
+    return ResourceKey(group, version, _PLURALS.get(kind, kind.lower() + "s"))
+
+
+def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The object moved into ``namespace`` (and a binding's ServiceAccount subjects with it)."""
+    if obj["kind"] not in _CLUSTER_KINDS:
+        obj["metadata"]["namespace"] = namespace
+    for subject in obj.get("subjects") or []:
+        if subject.get("kind") == "ServiceAccount":
+            subject["namespace"] = namespace
+    return obj
+
+
+async def apply(api: KubeApi, objects: Iterable[dict[str, Any]]) -> None:
+    for obj in objects:
+        md = obj["metadata"]
+        namespace = None if obj["kind"] in _CLUSTER_KINDS else md.get("namespace")
+        await api.request(
+            "PATCH", KubeApi.path(resource_key(obj), namespace, md["name"]),
+            params={"fieldManager": FIELD_MANAGER, "force": "true"}, body=obj,
+            content_type=APPLY_PATCH,
+        )  # fmt: skip

@@ -1,0 +1,191 @@
+"""What the add-ons' images run in the simulated kubelet: ``python -m
+nemotron_sim.addons.programs NAME ARGS...`` with the container's args.
+
+A process pod has no mount namespace and shares one network namespace with every other pod, so
+each real binary is started with the paths of its mounts (``NEMOTRON_SIM_MOUNTS``) and its pod's
+address as its listen address; nothing else about it changes:
+
+- ``prometheus-operator``, ``prometheus``: the real binaries (``hack/build-addons.sh``).
+- ``config-reloader``: a stand-in for prometheus-config-reloader (monitoring.py says why).
+- ``keda``: KEDA's operator (keda.py says what it is given).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import gzip
+import json
+import os
+import re
+import ssl
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nemotron_sim.addons.binaries import built
+from nemotron_sim.controlplane.pki import Authority
+from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
+from nemotron_sim.kubelet.process_runner import POD_IP_ENV
+from nemotron_sim.vllm.lora import resolve_mount
+
+_VARIABLE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
+def mounts() -> dict[str, str]:
+    return dict(json.loads(os.environ.get(MOUNTS_ENV) or "{}"))
+
+
+def pod_ip() -> str:
+    return os.environ.get(POD_IP_ENV) or "127.0.0.1"
+
+
+def remapped(value: str, mounted: Mapping[str, str]) -> str:
+    """A container path (alone or as ``--flag=PATH``) → where that mount's directory is."""
+    flag, sep, path = value.rpartition("=") if value.startswith("--") else ("", "", value)
+    target = resolve_mount(path, mounted) if path.startswith("/") else None
+    return value if target is None else f"{flag}{sep}{target}"
+
+
+def with_listen(args: Sequence[str], flag: str, port: int) -> list[str]:
+    kept = [a for a in args if not a.startswith(f"{flag}=")]
+    return [*kept, f"{flag}={pod_ip()}:{port}"]
+
+
+def run_binary(component: str, binary: str, args: Sequence[str]) -> None:
+    program = str(built(component) / "bin" / binary)
+    os.execv(program, [program, *args])  # noqa: S606 (the built binary, by its path)
+
+
+# --- the stand-in config-reloader ---------------------------------------------------------
+
+
+def kube_get(path: str) -> Any:
+    """GET from kube-apiserver with the pod's ServiceAccount (its KUBECONFIG)."""
+    config = yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())
+    cluster = config["clusters"][0]["cluster"]
+    token = config["users"][0]["user"]["token"]
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
+    )
+    request = urllib.request.Request(  # noqa: S310 (the cluster's API server)
+        cluster["server"] + path, headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
+        return json.loads(response.read())
+
+
+def edited(config_text: str, mounted: Mapping[str, str], kubeconfig: str) -> str:
+    """The real reloader's ``$(VAR)`` substitution from the environment (``$(SHARD)``), then the
+    simulator's two edits: Kubernetes SD through ``kubeconfig_file`` (no token at the in-cluster
+    path) and container paths → the mounts' directories."""
+    config = yaml.safe_load(config_text) or {}
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v) for k, v in node.items()}
+            for sd in out.get("kubernetes_sd_configs") or []:
+                sd["kubeconfig_file"] = kubeconfig
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if isinstance(node, str):
+            node = _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(0)), node)
+            return remapped(node, mounted) if node.startswith("/") else node
+        return node
+
+    return yaml.safe_dump(walk(config), sort_keys=False)
+
+
+def config_reloader(args: Sequence[str]) -> None:
+    options = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+    mounted = mounts()
+    source = Path(remapped(options["config-file"], mounted))
+    target = Path(remapped(options["config-envsubst-file"], mounted))
+    once = options.get("watch-interval") == "0s" or options.get("watch-interval") == "0"
+    namespace = Path(mounted.get("/var/run/secrets/kubernetes.io/serviceaccount", "")) / "namespace"
+    # The configuration Secret is named after the StatefulSet, as the pod is plus its ordinal.
+    secret = os.environ.get("POD_NAME", os.environ.get("HOSTNAME", "")).rsplit("-", 1)[0]
+    written = ""
+    while True:
+        if source.is_file() and not written:
+            compressed = source.read_bytes()
+        else:
+            ns = namespace.read_text().strip() if namespace.is_file() else "monitoring"
+            found = kube_get(f"/api/v1/namespaces/{ns}/secrets/{secret}")
+            compressed = base64.b64decode(found["data"][source.name])
+        text = edited(gzip.decompress(compressed).decode(), mounted, os.environ["KUBECONFIG"])
+        if text != written:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.with_suffix(".tmp").write_text(text)
+            target.with_suffix(".tmp").replace(target)
+            say(f"wrote {target}")
+            if written:
+                reload_prometheus()
+            written = text
+        if once:
+            return
+        time.sleep(1.0)
+
+
+def say(text: str) -> None:
+    sys.stdout.write(f"config-reloader (stand-in): {text}\n")
+    sys.stdout.flush()
+
+
+def reload_prometheus() -> None:
+    request = urllib.request.Request(f"http://{pod_ip()}:9090/-/reload", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310 (the pod's own address)
+            say("Prometheus reloaded")
+    except OSError as error:
+        say(f"reload failed: {error}")
+
+
+def keda(args: Sequence[str]) -> None:
+    ip = pod_ip()
+    certs = Path(os.environ.get("HOME") or ".") / "certs"
+    authority = Authority(certs / "ca", datetime.datetime.now(datetime.UTC))
+    namespace = os.environ.get("POD_NAMESPACE", "keda")
+    service = ("keda-operator", f"keda-operator.{namespace}.svc")
+    pair = authority.issue("keda-operator", "keda-operator", server=True, ips=(ip,), dns=service)
+    certs.mkdir(parents=True, exist_ok=True)
+    for source, name in (
+        (pair.cert, "tls.crt"),
+        (pair.key, "tls.key"),
+        (authority.ca.cert, "ca.crt"),
+    ):
+        (certs / name).write_bytes(source.read_bytes())
+    kept = [a for a in args if not a.startswith(("--enable-cert-rotation", "--cert-dir"))]
+    os.environ.setdefault("KEDA_CLUSTER_OBJECT_NAMESPACE", namespace)
+    run_binary("keda", "keda", [
+        *kept, "--enable-cert-rotation=false", f"--cert-dir={certs}",
+        "--enable-webhook-patching=false", "--enable-apiservice-patching=false",
+        f"--metrics-bind-address={ip}:8080", f"--health-probe-bind-address={ip}:8081",
+        f"--metrics-service-bind-address={ip}:9666",
+    ])  # fmt: skip
+
+
+def main(argv: Sequence[str]) -> None:
+    name, *args = argv
+    mounted = mounts()
+    if name == "prometheus-operator":
+        run_binary(name, name, with_listen(args, "--web.listen-address", 8080))
+    elif name == "prometheus":
+        paths = [remapped(a, mounted) for a in args]
+        run_binary(name, name, with_listen(paths, "--web.listen-address", 9090))
+    elif name == "keda":
+        keda(args)
+    elif name == "config-reloader":
+        config_reloader(args)
+    else:
+        sys.exit(f"nemotron_sim.addons.programs: unknown program {name!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

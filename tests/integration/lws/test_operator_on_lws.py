@@ -68,6 +68,22 @@ def test_a_multi_node_deployment_runs_on_lws_by_default_scales_by_group_and_goes
         assert gate["status"] == "True"
     assert sorted(pods) == ["super-lws-0", "super-lws-0-1"]
 
+    # Idle on a LeaderWorkerSet: reconciles on unchanged inputs write nothing (the LWS status
+    # LWS writes does not make the operator apply again), Lease aside, and request nothing.
+    operator_process.wait_reconciles(1, result="unchanged")
+    mark = operator_process.mark()
+    operator_process.wait_reconciles(5, result="unchanged")
+    assert operator_process.writes(mark) == []
+    requests = [
+        f"{r['method']} {r['path']}"
+        for r in operator_process.requests()[mark:]
+        if "watch=" not in r["path"]
+        and "/leases" not in r["path"]
+        # discovery of the optional kinds (every 30 s): GET /apis/<group>/<version>
+        and not (r["method"] == "GET" and r["path"].count("/") == 3)
+    ]
+    assert requests == []
+
     sim_cluster.kubectl(
         "patch", "nemotrondeployment", NAME, "-n", NAMESPACE, "--type=merge",
         "-p", '{"spec":{"replicas":2}}',

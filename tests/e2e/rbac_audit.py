@@ -25,6 +25,16 @@ _STORE_MISS = (
     "when the store does not have it yet (controller/watch/deployment_store.py): whether that "
     "happens in this flow depends on timing"
 )
+_LWS = (
+    "spec.multiNode on a LeaderWorkerSet: listed and watched only where LWS's CRD is served (the "
+    "e2e cluster has no LWS; tests/integration/lws runs the real controller), written only for a "
+    "plan whose replica spans nodes; the example fits one node"
+)
+_RANKS = (
+    "a multi-node replica on StatefulSets whose worker died: its leader is deleted so that the "
+    "ranks re-form (controller/decide/ranks.py, tests/integration/lws/test_failed_rank.py); the "
+    "example fits one node"
+)
 # Grants the flow uses or not depending on timing: neither required nor refused by the audit.
 SOMETIMES_USED: dict[Grant, str] = {
     ("serving.nemotron.io", "nemotrondeployments", "get"): _STORE_MISS,
@@ -36,6 +46,12 @@ UNUSED_GRANTS: dict[Grant, str] = {
     ("apps", "statefulsets", "delete"): _OBSOLETE_CHILD,
     ("", "services", "delete"): _OBSOLETE_CHILD,
     ("policy", "poddisruptionbudgets", "delete"): _OBSOLETE_CHILD,
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "list"): _LWS,
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "watch"): _LWS,
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "create"): _LWS,
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "patch"): _LWS,
+    ("leaderworkerset.x-k8s.io", "leaderworkersets", "delete"): _LWS,
+    ("", "pods", "delete"): _RANKS,
     ("networking.k8s.io", "networkpolicies", "create"): _NETWORK_POLICY,
     ("networking.k8s.io", "networkpolicies", "patch"): _NETWORK_POLICY,
     ("networking.k8s.io", "networkpolicies", "delete"): _NETWORK_POLICY,

@@ -51,7 +51,8 @@ build_one() {  # build_one COMPONENT
   tmp="$out.tmp.$$"
   rm -rf "$tmp"; mkdir -p "$tmp/bin" "$tmp/crds" "$tmp/manifests"
   start="$(date +%s)"
-  (
+  trap 'rm -rf "$tmp"' EXIT
+  (  # set -e holds in here: a failed step fails the build (no `||` after it, which would not)
     cd "$recipe"
     export CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false"
     go mod download
@@ -61,10 +62,12 @@ build_one() {  # build_one COMPONENT
         -ldflags "-s -w -X github.com/prometheus/common/version.Version=${version#v}" "${pair#*=}"
     done
     dir="$(go mod download -json "$module" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')"
+    [ -n "$dir" ] || { say "no module directory for $module"; exit 1; }
     for file in $crds; do eval cp "$dir/$file" "$tmp/crds/"; done
     for file in $manifests; do eval cp "$dir/$file" "$tmp/manifests/"; done
     chmod -R u+w "$tmp"
-  ) || { rm -rf "$tmp"; exit 1; }
+  )
+  trap - EXIT
   echo "$version" >"$tmp/.complete"
   rm -rf "$out"; mkdir -p "$(dirname "$out")"; mv "$tmp" "$out"
   say "built $name in $(( $(date +%s) - start )) s: $out ($(du -sh "$out" | cut -f1))"

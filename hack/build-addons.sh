@@ -27,7 +27,7 @@ spec() {
   case "$1" in
     prometheus-operator) echo "github.com/prometheus-operator/prometheus-operator|prometheus-operator=github.com/prometheus-operator/prometheus-operator/cmd/operator||example/prometheus-operator-crd/monitoring.coreos.com_{prometheuses,podmonitors,servicemonitors,probes,scrapeconfigs,prometheusrules}.yaml|example/rbac/prometheus-operator/prometheus-operator-{cluster-role,cluster-role-binding,service-account,deployment}.yaml example/rbac/prometheus/prometheus-*.yaml" ;;
     prometheus) echo "github.com/prometheus/prometheus|prometheus=github.com/prometheus/prometheus/cmd/prometheus|remove_all_sd,enable_kubernetes_sd||" ;;
-    keda) echo "github.com/kedacore/keda/v2|keda=github.com/kedacore/keda/v2/cmd/operator||config/crd/bases/*.yaml|config/manager/manager.yaml config/rbac/role.yaml config/rbac/role_binding.yaml config/service_account/service_account.yaml config/metrics-server/*.yaml" ;;
+    keda) echo "github.com/kedacore/keda/v2|keda=github.com/kedacore/keda/v2/cmd/operator||config/crd/bases/*.yaml|config/manager/manager.yaml config/rbac/role.yaml config/rbac/role_binding.yaml config/service_account/service_account.yaml" ;;
     *) say "unknown component '$1' (known: prometheus-operator prometheus keda)"; exit 2 ;;
   esac
 }

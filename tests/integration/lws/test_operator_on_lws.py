@@ -131,6 +131,19 @@ def test_switching_the_backend_of_a_live_deployment_is_refused(
     assert not sim_cluster.list(LWS, NAMESPACE)  # nothing of the other layout applied
     assert uids(sim_cluster) == before  # the running replicas untouched
     assert status(sim_cluster, NAME)["readyReplicas"] == 1
+    # The backend unset again, LWS's CRD served: the default keeps the running StatefulSets (as
+    # for a deployment that ran before LWS was installed), not a refused switch.
+    apply(sim_cluster, manifest())
+    sim_cluster.wait_until(
+        lambda: condition(sim_cluster, "MultiNodeBackend", NAME).get("reason") == "StatefulSet",
+        seconds=60,
+        what="the default to keep the StatefulSets",
+    )
+    found = condition(sim_cluster, "MultiNodeBackend", NAME)
+    assert found["status"] == "True"
+    assert "the default keeps the layout" in found["message"]
+    assert not sim_cluster.list(LWS, NAMESPACE)
+    assert uids(sim_cluster) == before
 
 
 @pytest.mark.parametrize("sim_cluster", [CLUSTER], indirect=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nemotron_operator.api.errors import parse_deployment
-from nemotron_operator.controller.decide.multinode import decide
+from nemotron_operator.controller.decide.multinode import decide, lws_by_default
 from nemotron_operator.kube.resources import LEADER_WORKER_SETS, STATEFULSETS
 from tests.unit.render.fakes import make_plan
 
@@ -72,3 +72,18 @@ def test_switching_layout_on_a_live_deployment_is_refused_and_the_running_one_ke
     back = decide(deployment("StatefulSet"), TWO, [SERVICE, *STS], running, served)
     assert back.desired == [SERVICE]
     assert back.keep == frozenset({(LEADER_WORKER_SETS, "s-lws")})
+
+
+def test_the_default_keeps_a_deployment_on_the_statefulsets_it_runs_on() -> None:
+    served = frozenset({LEADER_WORKER_SETS})
+    assert lws_by_default(served, [], [])  # a new deployment: LWS where it is served
+    assert not lws_by_default(frozenset(), [], [])  # not served: StatefulSets
+    # Running on StatefulSets when LWS's CRD appeared: the default stays there...
+    assert not lws_by_default(served, STS, [])
+    # ...and a deployment on LWS (whose groups are StatefulSets too) stays on LWS.
+    assert lws_by_default(served, STS, [LWS])
+    layout = decide(deployment(), TWO, [SERVICE, *STS], {}, served)
+    assert layout.condition is not None
+    status, reason, message = layout.condition
+    assert (status, reason) == ("True", "StatefulSet")
+    assert "the default keeps the layout the replicas ran on before LWS's CRD" in message

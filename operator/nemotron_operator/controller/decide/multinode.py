@@ -21,6 +21,19 @@ NOT_SERVED = "LeaderWorkerSetNotServed"
 SWITCH_REFUSED = "SwitchRefused"
 
 
+def lws_by_default(
+    served: frozenset[Resource],
+    statefulsets: list[dict[str, Any]],
+    leader_worker_sets: list[dict[str, Any]],
+) -> bool:
+    """Whether a deployment that names no backend renders a LeaderWorkerSet: where LWS's CRD is
+    served, unless the deployment already runs on StatefulSets (and on no LeaderWorkerSet). LWS
+    installed after a deployment started must not turn its default into a refused switch."""
+    if LEADER_WORKER_SETS not in served:
+        return False
+    return bool(leader_worker_sets) or not statefulsets
+
+
 @dataclass(frozen=True)
 class Layout:
     desired: list[dict[str, Any]]
@@ -71,5 +84,14 @@ def decide(
         why = "spec.multiNode.backend says so" if named else "the cluster serves LWS's CRD"
     else:
         how = f"a leader and a worker StatefulSet per replica ({size} nodes)"
-        why = "spec.multiNode.backend says so" if named else "the cluster serves no LWS CRD"
+        if named:
+            why = "spec.multiNode.backend says so"
+        elif LEADER_WORKER_SETS in served:
+            why = (
+                "the default keeps the layout the replicas ran on before LWS's CRD was served "
+                "(to move to LeaderWorkerSet, set spec.multiNode.backend and recreate the "
+                "NemotronDeployment)"
+            )
+        else:
+            why = "the cluster serves no LWS CRD"
     return Layout(desired, frozenset(), ("True", chosen, f"{how}: {why}"))

@@ -136,6 +136,14 @@ class Reconciler:
         except SpecError as exc:
             found = Problem(desired.INVALID_SPEC, "; ".join(str(e) for e in exc.errors))
         inventory = await self.inventory.read(names.namespace, names.instance)
+        lws = LEADER_WORKER_SETS in served
+        if lws and deployment is not None and deployment.spec.multi_node.backend is None:
+            where = (names.namespace, names.instance)
+            lws = multinode.lws_by_default(
+                served,
+                await apply.read_instance(self.kube, self.cache, STATEFULSETS, *where),
+                await apply.read_instance(self.kube, self.cache, LEADER_WORKER_SETS, *where),
+            )
         if deployment is not None:
             # Planning and rendering are pure CPU work (tens of milliseconds, more for large
             # searches): off the event loop, so watches, renewals and probes keep their pace.
@@ -147,7 +155,7 @@ class Reconciler:
                 # The namespace the operator runs in (POD_NAMESPACE in its pod).
                 operator_namespace=self.config.lease_namespace,
                 dra=(self.config.dra, self.inventory.dra_served),
-                leader_worker_set_served=LEADER_WORKER_SETS in served,
+                leader_worker_set_served=lws,
             )
         return ReadState(
             raw,

@@ -57,6 +57,13 @@ def raw_bases() -> list[dict[str, Any]]:
         },
     }
     karpenter["spec"]["capacity"]["gpu"]["count"] = 4
+    # An engine release named apart from the image's tag, and an exclusive placement of a
+    # replica's group (their patterns and lengths are probed here).
+    karpenter["spec"]["engine"]["version"] = "0.34.0"
+    karpenter["spec"]["multiNode"] = {
+        "backend": "LeaderWorkerSet",
+        "exclusiveTopology": "nvidia.com/gpu.clique",
+    }
     karpenter["spec"]["capacity"]["parallelism"] = {"tensor": 4, "pipeline": 1, "expert": True}
     del karpenter["spec"]["engine"]["reasoningParser"]
     karpenter["spec"]["engine"]["reasoningParserPlugin"] = {

@@ -142,8 +142,10 @@ def container_env(
         env.update({prefix + k: v for k, v in _source_data(obj, kind).items()})
     for entry in container.get("env") or []:
         name = entry.get("name", "")
-        if "value" in entry:
-            env[name] = expand(str(entry["value"]), env)
+        # kube-apiserver stores `value: ""` as no value at all (omitempty); the kubelet still sets
+        # the variable, empty (KEDA's WATCH_NAMESPACE: "" means all namespaces, unset is fatal).
+        if "value" in entry or not entry.get("valueFrom"):
+            env[name] = expand(str(entry.get("value", "")), env)
             continue
         value_from = entry.get("valueFrom") or {}
         value: str | None = None

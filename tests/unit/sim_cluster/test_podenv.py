@@ -61,3 +61,10 @@ def test_command_and_args_are_expanded() -> None:
         "--host",
         "127.100.0.9",
     ]
+
+
+def test_an_entry_without_value_or_source_is_set_empty_as_the_kubelet_does() -> None:
+    # What kube-apiserver stores for `value: ""` (omitempty drops it); KEDA refuses to start
+    # when WATCH_NAMESPACE is unset, and watches every namespace when it is empty.
+    container = {"env": [{"name": "WATCH_NAMESPACE"}, {"name": "A", "value": "x"}]}
+    assert container_env({}, container) == {"WATCH_NAMESPACE": "", "A": "x"}

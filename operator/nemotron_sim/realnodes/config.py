@@ -3,8 +3,10 @@ the fake machine facts (capacity) its mount namespace shows. Pure: text and dict
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,14 @@ class RealNodeSpec:
         )
 
 
+def socket_dir(state: Path) -> Path:
+    """Where a node's containerd listens: a short directory of its own. A unix socket's path
+    is limited to 108 bytes (containerd refuses > 104), which a node's state directory under a
+    test session's temporary directory exceeds ("unix socket path too long")."""
+    digest = hashlib.sha256(str(state).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"sim-node-{digest}"
+
+
 def containerd_toml(state: Path) -> str:
     """containerd 1.6's config for a node whose files are under ``state``. The machine lacks
     CAP_SYS_RESOURCE for raising OOM scores: ``restrict_oom_score_adj`` keeps sandboxes from
@@ -67,9 +77,9 @@ def containerd_toml(state: Path) -> str:
 root = "{state / "containerd"}"
 state = "{state / "containerd-state"}"
 [grpc]
-  address = "{state / "containerd.sock"}"
+  address = "{socket_dir(state) / "containerd.sock"}"
 [ttrpc]
-  address = "{state / "containerd.sock.ttrpc"}"
+  address = "{socket_dir(state) / "containerd.sock.ttrpc"}"
 [metrics]
   address = ""
 [plugins."io.containerd.internal.v1.opt"]
@@ -137,7 +147,7 @@ def kubelet_config(spec: RealNodeSpec, state: Path, ca: Path, cgroup_root: str) 
         "failCgroupV1": False,
         "oomScoreAdj": 0,
         "failSwapOn": False,
-        "containerRuntimeEndpoint": f"unix://{state / 'containerd.sock'}",
+        "containerRuntimeEndpoint": f"unix://{socket_dir(state) / 'containerd.sock'}",
         "podLogsDir": str(state / "pod-logs"),
         "resolvConf": str(state / "resolv.conf"),
         "clusterDomain": "cluster.local",

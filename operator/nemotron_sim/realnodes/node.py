@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -35,7 +36,7 @@ def _script(spec: RealNodeSpec, state: Path, bin_dir: Path, images: list[Path]) 
         f"mount --bind {state / 'cpu'} /sys/devices/system/cpu",
         "mount -t tmpfs -o size=1m none /sys/devices/system/node",
     ]
-    sock = state / "containerd.sock"
+    sock = config.socket_dir(state) / "containerd.sock"
     imports = "\n".join(
         f"ctr -a {sock} -n k8s.io images import --no-unpack {image} >>{state}/import.log 2>&1"
         for image in images
@@ -72,6 +73,7 @@ class RealNode:
         spec, state = self.spec, self.state
         for sub in ("kubelet", "cni", "pod-logs", "sysctl"):
             (state / sub).mkdir(parents=True, exist_ok=True)
+        config.socket_dir(state).mkdir(mode=0o700, exist_ok=True)
         for key, value in config.KERNEL_TUNABLES.items():
             (state / "sysctl" / key.replace("/", ".")).write_text(value + "\n")
         (state / "meminfo").write_text(
@@ -133,6 +135,7 @@ class RealNode:
                 os.killpg(self.process.pid, signal.SIGTERM)
             await asyncio.to_thread(_wait, self.process, 10.0)
         await asyncio.to_thread(self._kill_leftovers)
+        shutil.rmtree(config.socket_dir(self.state), ignore_errors=True)
         self.process = None
 
     def _kill_leftovers(self) -> None:
@@ -144,7 +147,7 @@ class RealNode:
             for directory in [*sorted(top.rglob("*/"), key=lambda p: -len(p.parts)), top]:
                 with contextlib.suppress(OSError):
                     directory.rmdir()
-        sock = str(self.state / "containerd.sock").encode()
+        sock = str(config.socket_dir(self.state) / "containerd.sock").encode()
         for proc in Path("/proc").iterdir():
             if proc.name.isdigit():
                 with contextlib.suppress(OSError):

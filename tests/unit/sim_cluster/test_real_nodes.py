@@ -25,6 +25,7 @@ from nemotron_sim.realnodes.config import (
     fake_meminfo,
     kubelet_config,
     node_labels,
+    socket_dir,
 )
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -62,7 +63,10 @@ def test_the_kubelet_serves_on_its_node_ip_and_tolerates_this_machine(tmp_path: 
     assert config["authentication"]["anonymous"]["enabled"] is False
     assert config["authorization"]["mode"] == "Webhook"
     assert config["registerWithTaints"] == [GPU_TAINT]
-    assert config["containerRuntimeEndpoint"] == f"unix://{tmp_path / 'containerd.sock'}"
+    socket = socket_dir(tmp_path) / "containerd.sock"
+    assert config["containerRuntimeEndpoint"] == f"unix://{socket}"
+    # containerd refuses a socket path over 104 bytes; a test session's directory is longer.
+    assert len(str(socket_dir(tmp_path / ("deep" * 40)) / "containerd.sock.ttrpc")) < 100
 
 
 def test_containerd_restricts_oom_scores_and_uses_the_nodes_cni_dir(tmp_path: Path) -> None:

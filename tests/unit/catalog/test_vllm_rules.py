@@ -14,7 +14,6 @@ import yaml
 from nemotron_operator.api.errors import parse_deployment
 from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_rules import (
-    DROPPED,
     PINNED,
     RULES,
     Action,
@@ -24,6 +23,7 @@ from nemotron_operator.catalog.vllm_rules import (
     evaluate,
     image_version,
 )
+from nemotron_operator.catalog.vllm_rules_dropped import DROPPED
 from nemotron_operator.cli import main as cli_main
 from nemotron_operator.render import RenderError, render_all
 from nemotron_operator.sizing import PlanningError, plan_deployment

@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from tests.integration.lws.test_leader_worker_set import CLUSTER
-from tests.integration.lws.test_operator_on_lws import NAME, manifest
+from tests.integration.lws.cases import CLUSTER, NAME, manifest
 from tests.integration.operator.helpers import NAMESPACE, PODS, apply, children, wait_ready
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import KubeHandle

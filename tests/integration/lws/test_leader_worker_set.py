@@ -16,16 +16,9 @@ import yaml
 
 from nemotron_operator.catalog.vllm_flags import parse_serve_command
 from nemotron_sim.kubeapi.kinds import PODS
-from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubelet.podenv import expanded_argv
+from tests.integration.lws.cases import CLUSTER, LWS, NAME, STATEFULSETS
 from tests.kube import KubeHandle
-
-LWS = ResourceKey("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
-STATEFULSETS = ResourceKey("apps", "v1", "statefulsets")
-# Two GPUs per node: Super VL in BF16 needs TP 2 x PP 2, two nodes per replica; six nodes hold
-# two replicas and a surged third group.
-CLUSTER = {"nodes": "NVIDIA-H200:2x6", "addons": ["lws"]}
-NAME = "super"
 
 
 def deployment(namespace: str, **spec: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.lws.test_leader_worker_set import CLUSTER, LWS, STATEFULSETS
+from tests.integration.lws.cases import CLUSTER, LWS, NAME, STATEFULSETS, manifest
 from tests.integration.operator.helpers import (
     NAMESPACE,
     NDS,
@@ -21,22 +21,6 @@ from tests.integration.operator.helpers import (
 )
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import KubeHandle
-
-NAME = "super"
-
-
-def manifest(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "serving.nemotron.io/v1alpha1",
-        "kind": "NemotronDeployment",
-        "metadata": {"name": NAME, "namespace": NAMESPACE},
-        "spec": {
-            "model": {"id": "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"},
-            "engine": {"maxModelLen": 32768},
-            "capacity": {"parallelism": {"tensor": 2, "pipeline": 2}},
-            **spec,
-        },
-    }
 
 
 @pytest.mark.parametrize("sim_cluster", [CLUSTER], indirect=True)

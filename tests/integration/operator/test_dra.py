@@ -173,6 +173,12 @@ def test_not_enough_devices_capacity_says_so_and_the_pod_waits_with_the_schedule
         lambda: any("cannot allocate all claims" in m for m in unschedulable()),
         what="the scheduler's own message: no node has the devices",
     )
+    # The third pod's refusal can come before the other two are bound (the scheduler binds
+    # their claims, WaitForFirstConsumer, while it tries the third): wait for the two.
+    cluster.wait_until(
+        lambda: len([p for p in serving_pods(cluster, "big") if p["spec"].get("nodeName")]) == 2,
+        what="two pods bound",
+    )
     running = [p for p in serving_pods(cluster, "big") if p["spec"].get("nodeName")]
     assert len(running) == 2
     cluster.wait_until(

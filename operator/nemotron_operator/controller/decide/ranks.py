@@ -8,7 +8,9 @@ deletes the leader pod of a replica one of whose workers died after that leader 
 leader starts again and every rank re-forms the group (the workers reconnect to the new leader).
 What it cannot do: restart the workers when the leader dies (a StatefulSet restarts only its own
 pod), nor notice a worker pod deleted or evicted and recreated by its StatefulSet (only a
-container restart is reported). docs/rendering.md, "A replica across nodes".
+container restart is reported). Times are the kubelet's, in whole seconds: a worker that dies
+in the same second its leader started is taken for a death before that start (no restart), so a
+group is never restarted twice for one death. docs/rendering.md, "A replica across nodes".
 """
 
 from __future__ import annotations

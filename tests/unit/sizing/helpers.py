@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nemotron_operator.api import (
     ArchitectureSpec,
     EngineSpec,
@@ -11,7 +13,7 @@ from nemotron_operator.api import (
     ParameterCounts,
 )
 from nemotron_operator.catalog import GpuProduct, ModelEntry, lookup_gpu, lookup_model
-from nemotron_operator.sizing import Layout, LayoutMemory, evaluate, resolve_settings
+from nemotron_operator.sizing import Layout, LayoutMemory, cache, evaluate, resolve_settings
 
 SUPER_VL_BF16 = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
 SUPER_BF16 = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16"
@@ -98,3 +100,31 @@ def super_as_architecture(**changes: object) -> ArchitectureSpec:
     }
     fields.update(changes)
     return ArchitectureSpec.model_validate(fields)
+
+
+def assert_plans_as_the_release(
+    release: str, case: dict[str, Any], row: dict[str, Any], pool_bytes: int
+) -> None:
+    """The planner's layout for a recipe case (``case``: its inputs as the reference scripts
+    write them) equals what the release computed (``row``), blocks and concurrency for
+    ``pool_bytes`` included (tests/unit/sizing/test_*_reference.py)."""
+    memory = layout_memory(
+        case["model"],
+        case["tp"],
+        draft_tokens=case["spec_tokens"],
+        image=f"vllm/vllm-openai:v{release}",
+        kv_cache_dtype=case["kv_dtype"],
+        mamba_ssm_cache_dtype=case["ssm_dtype"],
+        enable_prefix_caching=case["prefix_caching"],
+        max_model_len=case["max_model_len"],
+    )
+    assert memory.block_size == row["blockSize"]
+    assert memory.attention_page_per_token == row["attentionPagePerToken"]
+    assert memory.kv_bytes_per_token == row["kvBytesPerToken"]
+    assert memory.page_bytes == row["pageBytes"]
+    assert len(memory.groups) == row["groups"]
+    assert memory.binding.layers_per_group == row["layersPerGroup"]
+    assert memory.blocks_per_request == row["blocksPerRequest"]
+    blocks = cache.num_blocks(pool_bytes, memory.page_bytes, memory.binding.layers_per_group)
+    assert blocks == row["blocksFor64GiB"]
+    assert blocks / memory.blocks_per_request == pytest.approx(row["concurrencyFor64GiB"], 1e-12)

@@ -17,9 +17,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.sizing import cache
-
-from .helpers import layout_memory
+from .helpers import assert_plans_as_the_release
 
 HERE = Path(__file__).parent
 INSTALLED = json.loads((HERE / "vllm_installed_reference.json").read_text())
@@ -40,28 +38,7 @@ def test_the_planner_computes_what_the_installed_release_computes(
     release: str, name: str, row: dict[str, Any]
 ) -> None:
     case = EXTRACTED["releases"][release]["cases"][name]  # the case's inputs
-    memory = layout_memory(
-        case["model"],
-        case["tp"],
-        draft_tokens=case["spec_tokens"],
-        image=f"vllm/vllm-openai:v{release}",
-        kv_cache_dtype=case["kv_dtype"],
-        mamba_ssm_cache_dtype=case["ssm_dtype"],
-        enable_prefix_caching=case["prefix_caching"],
-        max_model_len=case["max_model_len"],
-    )
-    assert memory.block_size == row["blockSize"]
-    assert memory.attention_page_per_token == row["attentionPagePerToken"]
-    assert memory.kv_bytes_per_token == row["kvBytesPerToken"]
-    assert memory.page_bytes == row["pageBytes"]
-    assert len(memory.groups) == row["groups"]
-    assert memory.binding.layers_per_group == row["layersPerGroup"]
-    assert memory.blocks_per_request == row["blocksPerRequest"]
-    blocks = cache.num_blocks(
-        INSTALLED["poolBytes"], memory.page_bytes, memory.binding.layers_per_group
-    )
-    assert blocks == row["blocksFor64GiB"]
-    assert blocks / memory.blocks_per_request == pytest.approx(row["concurrencyFor64GiB"], 1e-12)
+    assert_plans_as_the_release(release, case, row, INSTALLED["poolBytes"])
 
 
 @pytest.mark.parametrize(("release", "name", "row"), ROWS)

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_operator.sizing import cache
-
-from .helpers import layout_memory
+from .helpers import assert_plans_as_the_release
 
 REFERENCE = json.loads((Path(__file__).parent / "vllm_release_reference.json").read_text())
 ROWS = [
@@ -30,27 +28,7 @@ ROWS = [
 
 @pytest.mark.parametrize(("release", "row"), ROWS)
 def test_the_planner_computes_what_the_release_computes(release: str, row: dict[str, Any]) -> None:
-    memory = layout_memory(
-        row["model"],
-        row["tp"],
-        draft_tokens=row["spec_tokens"],
-        image=f"vllm/vllm-openai:v{release}",
-        kv_cache_dtype=row["kv_dtype"],
-        mamba_ssm_cache_dtype=row["ssm_dtype"],
-        enable_prefix_caching=row["prefix_caching"],
-        max_model_len=row["max_model_len"],
-    )
-    assert memory.block_size == row["blockSize"]
-    assert memory.attention_page_per_token == row["attentionPagePerToken"]
-    assert memory.kv_bytes_per_token == row["kvBytesPerToken"]
-    assert memory.page_bytes == row["pageBytes"]
-    assert len(memory.groups) == row["groups"]
-    assert memory.binding.layers_per_group == row["layersPerGroup"]
-    assert memory.blocks_per_request == row["blocksPerRequest"]
-    pool = REFERENCE["poolBytes"]
-    blocks = cache.num_blocks(pool, memory.page_bytes, memory.binding.layers_per_group)
-    assert blocks == row["blocksFor64GiB"]
-    assert blocks / memory.blocks_per_request == pytest.approx(row["concurrencyFor64GiB"], 1e-12)
+    assert_plans_as_the_release(release, row, row, REFERENCE["poolBytes"])
 
 
 def test_every_release_and_the_issues_block_sizes_are_in_the_reference() -> None:

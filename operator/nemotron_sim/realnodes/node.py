@@ -66,6 +66,7 @@ class RealNode:
         netns = os.stat("/proc/self/ns/net").st_ino
         self.cgroup = f"/nemotron-sim/{netns}-{spec.ip}-{spec.name}"
         self.process: subprocess.Popen[bytes] | None = None
+        self.pod_cidr: str | None = None
 
     def prepare(
         self, authority: Authority, api_url: str, ca_pem: bytes, ca_file: Path, images: list[Path]
@@ -114,6 +115,7 @@ class RealNode:
         conf = config.cni_conf(self.spec, pod_cidr, self.state)
         (self.state / "cni" / "10-nemotron-sim.conflist").write_text(config.dumps(conf))
         _ip("route", "replace", "throw", pod_cidr, "table", "local")
+        self.pod_cidr = pod_cidr
 
     def log_tail(self, lines: int = 15) -> str:
         """The end of the node's logs, for an error message."""
@@ -137,6 +139,17 @@ class RealNode:
         await asyncio.to_thread(self._kill_leftovers)
         shutil.rmtree(config.socket_dir(self.state), ignore_errors=True)
         self.process = None
+        await asyncio.to_thread(self._unplug)
+
+    def _unplug(self) -> None:
+        """Give the namespace back as it was: the pod CIDR local again (a later cluster with the
+        same index has the same pod CIDR, and its pods' addresses must be bindable), the bridge
+        gone, the node's IP off ``lo``."""
+        if self.pod_cidr is not None:
+            _ip_quiet("route", "del", "throw", self.pod_cidr, "table", "local")
+            self.pod_cidr = None
+        _ip_quiet("link", "del", config.bridge_name(self.spec.ip))
+        _ip_quiet("addr", "del", f"{self.spec.ip}/32", "dev", "lo")
 
     def _kill_leftovers(self) -> None:
         """The node's containers (by its cgroups), then its shims (by containerd's socket)."""
@@ -193,6 +206,11 @@ def _kill_cgroup(directory: Path) -> None:
         for pid in procs.read_text().split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
+
+
+def _ip_quiet(*args: str) -> None:
+    """``ip ARGS`` for something that may already be gone."""
+    subprocess.run(["ip", *args], capture_output=True, check=False)
 
 
 def _ip(*args: str) -> str:

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Record what vLLM's CPU build answers, as the contract the stand-in vLLM is tested against
-(tests/unit/sim_vllm/test_contract.py).
+(tests/integration/vllm_stub/test_contract.py, tests/unit/sim_vllm/test_recorded_facts.py).
 
-    hack/record-vllm-contract.py [OUTDIR]      (default tests/contract/vllm-<release>-cpu)
+    hack/record-vllm-contract.py [--parser-only] [OUTDIR]
+                                 (default OUTDIR: tests/contract/vllm-<release>-cpu)
 
 Builds the engine if needed (hack/build-vllm-cpu.sh), writes a scripted tiny Nemotron-H with MTP
 (nemotron_sim.checkpoints) into a temporary directory, starts `vllm serve` on 127.0.0.1 with the
 flags in SERVE_ARGS (the ones the operator renders for it), sends the requests in REQUESTS and
 writes each answer (status and body; a stream as its lines), /metrics, /v1/models and the
-long options of `vllm serve`'s parser (serve-flags.txt) to OUTDIR, then stops the engine.
-Takes 1-5 minutes on 2 cores. Nothing leaves the machine.
+long options of `vllm serve`'s parser (serve-flags.txt) and each option's action, type, choices
+and default with vLLM's environment variables (serve-parser.json) to OUTDIR, then stops the
+engine. Takes 1-5 minutes on 2 cores; `--parser-only` records the two parser files alone (about
+15 seconds, no engine started). Nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -83,14 +86,57 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
 }  # fmt: skip
 
 
-# Every long option `vllm serve` accepts, from vLLM's own parser (serve-flags.txt).
-FLAGS_SCRIPT = """
+# Every option `vllm serve` accepts, from vLLM's own parser: the long names (serve-flags.txt) and
+# each option's action, value type (with the type a wrapper such as optional_type wraps), nargs,
+# choices and default (serve-parser.json, what the stand-in's flag data is derived from), and the
+# environment variables vLLM reads (vllm/envs.py).
+PARSER_SCRIPT = """
+import json
+import vllm.envs
 from vllm.utils.argparse_utils import FlexibleArgumentParser
 from vllm.entrypoints.launchers.cli_args import make_arg_parser
 parser = make_arg_parser(FlexibleArgumentParser())
-names = {o for a in parser._actions for o in a.option_strings if o.startswith("--")}
-print("\\n".join(sorted(names)))
+
+def name(kind):
+    return None if kind is None else getattr(kind, "__name__", type(kind).__name__)
+
+def wrapped(kind):
+    cells = getattr(kind, "__closure__", None) or ()
+    inner = [c.cell_contents for c in cells if callable(c.cell_contents)]
+    return [w for k in inner for w in (name(k), *wrapped(k))]
+
+def plain(value):
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+actions = [
+    {"options": list(a.option_strings), "action": type(a).__name__,
+     "nargs": a.nargs, "type": name(a.type), "wraps": wrapped(a.type),
+     "choices": None if a.choices is None else [str(c) for c in a.choices],
+     "default": plain(a.default)}
+    for a in parser._actions if any(o.startswith("--") for o in a.option_strings)
+]
+names = sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
+print(json.dumps({"names": names, "actions": actions,
+                  "environmentVariables": sorted(vllm.envs.environment_variables)}))
 """
+
+
+def record_parser(python: Path, release: str, out: Path, env: dict[str, str], cwd: str) -> None:
+    """serve-flags.txt and serve-parser.json from the engine's own parser (seconds, no model)."""
+    answer = subprocess.run([str(python), "-c", PARSER_SCRIPT], capture_output=True, text=True,
+                            check=True, env=env, cwd=cwd).stdout  # fmt: skip
+    parser = json.loads(answer)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "serve-flags.txt").write_text("\n".join(parser.pop("names")) + "\n")
+    parser = {
+        "release": release,
+        "recorded": "hack/record-vllm-contract.py: make_arg_parser("
+        "FlexibleArgumentParser())._actions and vllm.envs.environment_variables",
+        **parser,
+    }
+    (out / "serve-parser.json").write_text(json.dumps(parser, indent=1, sort_keys=True) + "\n")
 
 
 def call(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
@@ -128,11 +174,17 @@ def main() -> int:
     python = Path(venv.stdout.strip()) / "bin" / "python"
     release = subprocess.run([str(python), "-c", "import vllm; print(vllm.__version__)"],
                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else (
+    args = [a for a in sys.argv[1:] if a != "--parser-only"]
+    out = Path(args[0]) if args else (
         ROOT / "tests" / "contract" / f"vllm-{release.split('+')[0]}-cpu")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
     env.update(PYTHONPATH=str(ROOT / "operator"), VLLM_HOST_IP="127.0.0.1",
                VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1")  # fmt: skip
+    if "--parser-only" in sys.argv[1:]:
+        with tempfile.TemporaryDirectory(prefix="vllm-contract-") as tmp:
+            record_parser(python, release.split("+")[0], out, env, tmp)
+        sys.stderr.write(f"record-vllm-contract: wrote the parser's files into {out}\n")
+        return 0
     with tempfile.TemporaryDirectory(prefix="vllm-contract-") as tmp:
         model = Path(tmp) / "model"
         subprocess.run([str(python), "-m", "nemotron_sim.checkpoints", str(model), "--mtp"],
@@ -141,10 +193,7 @@ def main() -> int:
         serve = [str(python), "-m", "vllm.entrypoints.cli.main", "serve", str(model), *SERVE_ARGS]
         server = subprocess.Popen(serve, env=env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)  # fmt: skip
-        flags = subprocess.run([str(python), "-c", FLAGS_SCRIPT], capture_output=True, text=True,
-                               check=True, env=env, cwd=tmp).stdout  # fmt: skip
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "serve-flags.txt").write_text(flags)
+        record_parser(python, release.split("+")[0], out, env, tmp)
         try:
             deadline = time.monotonic() + 900
             while not _up():

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
+from nemotron_sim.gpus import gpus, lookup_gpu
 
 DEFAULT_NODES = "NVIDIA-H200:8x2,NVIDIA-B200:8x1"
 SIMULATED_LABEL = "sim.nemotron.io/simulated"
@@ -63,11 +63,12 @@ class GpuFacts:
 
 
 def gpu_facts(product: str) -> GpuFacts:
-    """GFD's view of a catalog GPU; the simulated nodes take their numbers from the catalog."""
+    """GFD's view of a GPU; the simulated nodes take their numbers from the simulator's GPU table
+    (nemotron_sim.gpus), never from the operator's catalog."""
     gpu = lookup_gpu(product)
     if gpu is None:
-        known = ", ".join(g.name for g in GPUS)
-        raise NodeSpecError(f"unknown GPU product {product!r}; the catalog has: {known}")
+        known = ", ".join(g.name for g in gpus())
+        raise NodeSpecError(f"unknown GPU product {product!r}; the simulated cluster has: {known}")
     major, minor = gpu.compute_capability
     memory = gpu.memory_mib if gpu.memory_reported else None
     return GpuFacts(memory_mib=memory, compute_major=major, compute_minor=minor, family=gpu.family)

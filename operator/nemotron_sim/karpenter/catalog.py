@@ -1,4 +1,4 @@
-"""The instance types the kwok provider offers, generated from the project's GPU catalog.
+"""The instance types the kwok provider offers, generated from the simulator's GPU table.
 
 For every catalog GPU: nodes of 1, 2, 4 and 8 of them, up to the product's usual server build
 (``gpus_per_node``: 8 for HGX boards, 4 for a GB200/GB300 compute tray). Named like the simulated
@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nemotron_operator.catalog.gpus import GPUS, GpuProduct, lookup_gpu
 from nemotron_sim.agents.node_objects import instance_type_name
+from nemotron_sim.gpus import Gpu, gpus, lookup_gpu
 
 ZONES = ("sim-zone-a", "sim-zone-b")
 CAPACITY_TYPES = {"on-demand": 1.0, "spot": 0.4}  # price factor
@@ -29,19 +29,19 @@ MAX_PODS = 110
 _NAME = re.compile(r"^sim-(?P<gpus>[0-9]+)x-(?P<product>.+)$")
 
 
-def grace(gpu: GpuProduct) -> bool:
+def grace(gpu: Gpu) -> bool:
     """A Grace-Blackwell part (GB200, GB300, GB10): its host CPU is Arm."""
     return gpu.name.upper().startswith("NVIDIA-GB")
 
 
-def host(gpu: GpuProduct, gpus: int) -> tuple[int, int]:
+def host(gpu: Gpu, gpus: int) -> tuple[int, int]:
     """(CPUs, memory GiB) of a node with ``gpus`` of ``gpu``."""
     if grace(gpu):
         return 36 * gpus, 240 * gpus
     return 28 * gpus, 256 * gpus
 
 
-def instance_type(gpu: GpuProduct, gpus: int) -> dict[str, Any]:
+def instance_type(gpu: Gpu, gpus: int) -> dict[str, Any]:
     cpu, memory_gib = host(gpu, gpus)
     price = round(gpus * gpu.memory_gib / 20.0, 4)
     return {
@@ -71,14 +71,16 @@ def instance_type(gpu: GpuProduct, gpus: int) -> dict[str, Any]:
 
 
 def instance_types() -> list[dict[str, Any]]:
-    return [instance_type(gpu, gpus) for gpu in GPUS for gpus in SIZES if gpus <= gpu.gpus_per_node]
+    return [
+        instance_type(gpu, count) for gpu in gpus() for count in SIZES if count <= gpu.gpus_per_node
+    ]
 
 
-def gpus_of(name: str) -> tuple[GpuProduct, int] | None:
+def gpus_of(name: str) -> tuple[Gpu, int] | None:
     """The catalog GPU and count of an instance type of ``instance_types()``; None for another."""
     match = _NAME.match(name)
     if match is None:
         return None
-    gpu = next((g for g in GPUS if g.name.lower() == match["product"]), None)
+    gpu = next((g for g in gpus() if g.name.lower() == match["product"]), None)
     gpu = gpu or lookup_gpu(match["product"])
     return None if gpu is None else (gpu, int(match["gpus"]))

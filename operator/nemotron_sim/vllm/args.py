@@ -1,8 +1,9 @@
-"""Read a `vllm serve MODEL ...` command line the way the pinned vLLM would, or refuse it.
+"""Read a `vllm serve MODEL ...` command line the way the real vLLM would, or refuse it.
 
-Which flags exist, how each takes its value and which values are valid come from one table,
-`nemotron_operator.catalog.vllm_flags` (shared with the renderer). This module adds what the
-table does not say: argparse-style error text, the values the stand-in acts on, and the few
+Which flags exist, how each takes its value and which values are valid come from the stand-in's
+own table (``flag_data``: derived from the real engine's recorded parser, never from the
+operator's flag table, which this stand-in is a witness against); ``flags`` reads an argument
+list with it in argparse's words. This module adds the values the stand-in acts on and the few
 checks vLLM makes after parsing (the speculative config, multimodal limits, the reasoning parser,
 multi-node ranks).
 """
@@ -16,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nemotron_operator.catalog import vllm_flags
-from nemotron_operator.catalog.vllm_flags import FlagError, FlagUse, Kind
+from nemotron_sim.vllm.flags import FlagUse, ParseError, parse
 
 USAGE = "usage: vllm serve [model_tag] [options]"
 # The argument parser does not read config.json; Nemotron 3 Super's max_position_embeddings stands
@@ -91,11 +91,10 @@ def parse_serve_argv(argv: Sequence[str]) -> ServeConfig:
     """Parse a container's command + args (`vllm serve MODEL ...`, possibly via `sh -c`)."""
     command = _unwrap_command(argv)
     try:
-        model, uses = vllm_flags.parse_serve_command(command)
-    except FlagError as error:
-        raise StubVllmArgumentError(_argparse_problem(command, error)) from None
-    options = _collect(uses)
-    return _build_config(model, options)
+        uses = parse(command[3:])
+    except ParseError as error:
+        raise StubVllmArgumentError(str(error)) from None
+    return _build_config(command[2], _collect(uses))
 
 
 def _unwrap_command(argv: Sequence[str]) -> list[str]:
@@ -114,64 +113,27 @@ def _unwrap_command(argv: Sequence[str]) -> list[str]:
     return words
 
 
-def _argparse_problem(command: Sequence[str], error: FlagError) -> str:
-    """Reword the table's refusal the way argparse words it, keeping the table's reason."""
-    # The table's error index counts from "vllm"; flags start after MODEL.
-    token = command[error.index] if 3 <= error.index < len(command) else ""
-    found = vllm_flags.lookup(token) if token.startswith("-") else None
-    if found is None:
-        return f"unrecognized arguments: {token or shlex.join(command[3:])} ({error})"
-    flag = found[0]
-    spelled = "/".join((flag.name, *flag.aliases))
-    value = token.split("=", 1)[1] if "=" in token else _value_after(command, error.index)
-    if value is None:
-        many = flag.kind is Kind.LIST
-        return f"argument {spelled}: expected {'at least ' if many else ''}one argument"
-    if flag.kind is Kind.CHOICE:
-        choices = ", ".join(flag.choices)
-        return f"argument {spelled}: invalid choice: {value!r} (choose from {choices})"
-    type_name = _ARGPARSE_TYPE_NAMES.get(flag.kind)
-    if type_name is not None:
-        return f"argument {spelled}: invalid {type_name} value: {value!r}"
-    return f"argument {spelled}: {error}"
-
-
-_ARGPARSE_TYPE_NAMES = {
-    Kind.INT: "int",
-    Kind.FLOAT: "float",
-    Kind.HUMAN_INT: "human_readable_int",
-    Kind.JSON: "loads",
-}
-
-
-def _value_after(args: Sequence[str], index: int) -> str | None:
-    """The next argument if argparse would take it as this flag's value."""
-    if index + 1 >= len(args):
-        return None
-    candidate = args[index + 1]
-    if candidate.startswith("-"):
-        try:
-            float(candidate)
-        except ValueError:
-            return None
-    return candidate
-
-
 def _collect(uses: Sequence[FlagUse]) -> dict[str, Any]:
-    """Flag values by canonical name; the last occurrence wins, as with argparse."""
+    """Flag values by canonical name; the last occurrence wins, as with argparse (``append``
+    flags collect every occurrence)."""
     options: dict[str, Any] = {}
     for use in uses:
-        name = use.flag.name
-        if use.flag.kind in (Kind.BOOL, Kind.SWITCH) and use.sub_key is None:
+        name, kind = use.flag.name, use.flag.kind
+        if kind in ("bool", "switch"):
             options[name] = not use.negated
         elif use.sub_key is not None:
             merged = options.get(name)
             merged = dict(merged) if isinstance(merged, dict) else {}
-            # The table spells sub-keys with dashes; vLLM's config keys are snake_case.
             merged[use.sub_key] = _scalar(str(use.value))
             options[name] = merged
-        elif use.flag.kind is Kind.JSON:
+        elif use.flag.nullable and use.value in ("", "None"):
+            options[name] = None
+        elif kind == "json" or (kind == "json-or-str" and str(use.value).lstrip()[:1] == "{"):
             options[name] = json.loads(str(use.value))
+        elif kind == "append":
+            options[name] = [*options.get(name, ()), use.value]
+        elif kind == "optional" and use.value is None:
+            options[name] = True  # `--hf-token` alone: the token of `hf auth login`
         else:
             options[name] = use.value
     return options

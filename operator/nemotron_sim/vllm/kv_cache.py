@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron_operator.catalog.gpus import GpuProduct, lookup_gpu
 from nemotron_operator.catalog.models import ModelEntry
+from nemotron_sim.gpus import Gpu, lookup_gpu
 from nemotron_sim.vllm import hf_config, profile
 from nemotron_sim.vllm.args import StubVllmArgumentError
 
@@ -120,7 +120,7 @@ def find_model(model: str) -> ModelEntry | None:
 
 def _allocate(
     model: ModelEntry,
-    gpu: GpuProduct,
+    gpu: Gpu,
     options: Mapping[str, Any],
     *,
     max_model_len: int,
@@ -199,7 +199,7 @@ def _allocate(
 
 def _available(
     model: ModelEntry,
-    gpu: GpuProduct,
+    gpu: Gpu,
     rank: profile.Rank,
     stage: int,
     *,
@@ -243,7 +243,7 @@ def _mamba_state_bytes(model: ModelEntry, tp: int, spec_tokens: int, ssm_bytes: 
     return conv + ssm
 
 
-def _scheduler_defaults(gpu: GpuProduct) -> tuple[int, int]:
+def _scheduler_defaults(gpu: Gpu) -> tuple[int, int]:
     """vLLM's server defaults for max_num_seqs / max_num_batched_tokens by GPU memory."""
     gib = gpu.memory_bytes / 2**30
     if gib >= 160:

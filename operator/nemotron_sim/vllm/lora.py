@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nemotron_operator.catalog import vllm_lora
+from nemotron_sim.vllm import lora_rules
 
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
 SIMULATED_RANK = 8
@@ -61,8 +61,8 @@ class LoraAdapters:
     """The adapters one stand-in serves."""
 
     def __init__(self, options: Mapping[str, Any], env: Mapping[str, str]) -> None:
-        self.limits = vllm_lora.lora_limits(options)  # raises LoraConfigError like vLLM
-        self.runtime_updates = vllm_lora.runtime_updates_allowed(env)
+        self.limits = lora_rules.lora_limits(options)  # raises LoraConfigError like vLLM
+        self.runtime_updates = lora_rules.runtime_updates_allowed(env)
         self._env = dict(env)
         self.loaded: dict[str, LoadedAdapter] = {}
         self.running: dict[str, int] = {}  # adapter name → requests in flight
@@ -85,8 +85,8 @@ class LoraAdapters:
             raise LoraError(400, f"The lora adapter '{name}' has already been loaded.")
         rank = self._fetch(name, path)
         try:
-            vllm_lora.check_adapter_rank(name, rank, self.limits.max_lora_rank)
-        except vllm_lora.LoraConfigError as error:
+            lora_rules.check_adapter_rank(rank, self.limits.max_lora_rank)
+        except lora_rules.LoraConfigError as error:
             raise LoraError(400, f"Loading lora {name} failed: {error}") from None
         adapter = LoadedAdapter(name, path, rank)
         self.loaded[name] = adapter

@@ -17,11 +17,11 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_operator.catalog.vllm_lora import LoraConfigError
 from nemotron_sim.vllm import kv_cache, object_store
 from nemotron_sim.vllm.args import ServeConfig, StubVllmArgumentError, parse_serve_argv
 from nemotron_sim.vllm.engine import Engine, GenerationRequest, Timing
 from nemotron_sim.vllm.lora import LoraAdapters, LoraError
+from nemotron_sim.vllm.lora_rules import LoraConfigError
 from nemotron_sim.vllm.metrics import VllmMetrics
 from nemotron_sim.vllm.parsers import OutputFault, pieces_of
 from nemotron_sim.vllm.protocol import (

@@ -147,10 +147,13 @@ def test_the_series_the_operator_reads_are_in_the_real_engines_metrics(contract:
     assert [series for series in USED_SERIES if series not in names] == []
 
 
-def test_every_flag_the_stand_in_accepts_is_one_the_real_engine_accepts(contract: Path) -> None:
-    """The stand-in checks command lines against the flag table (it refuses what vLLM would
-    refuse); each flag there must exist in the real engine's parser, and a flag the table calls
-    removed must not."""
+def test_every_flag_the_operators_table_knows_is_one_the_real_engine_accepts(
+    contract: Path,
+) -> None:
+    """The operator checks rendered and user flags against its own table (catalog.vllm_flags);
+    each flag there must exist in the real engine's parser, and a flag the table calls removed
+    must not. (The stand-in has its own table, derived from this recording:
+    tests/unit/sim_vllm/test_recorded_facts.py.)"""
     real = set((contract / "serve-flags.txt").read_text().split())
     known = {name for flag in FLAGS_TABLE.values() for name in (flag.name, *flag.aliases)}
     assert sorted(n for n in known if n.startswith("--") and n not in real) == []

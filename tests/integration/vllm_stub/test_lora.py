@@ -35,7 +35,9 @@ async def models(http: aiohttp.ClientSession, stub: StubVllm) -> list[tuple[str,
     [
         (("--enable-lora", "--max-lora-rank", "24"), "invalid choice: 24"),
         (("--enable-lora", "--max-loras", "4", "--max-cpu-loras", "2"), "must be >= max_loras"),
-        (("--enable-lora", "--lora-modules", "no-path"), "expected name=path"),
+        # vLLM 0.32's LoRAParserAction: no "=" means JSON, so a bare word is bad JSON
+        (("--enable-lora", "--lora-modules", "no-path"), "Invalid JSON format for --lora-modules"),
+        (("--enable-lora", "--lora-modules", '{"name": "a"}'), "Invalid fields for --lora-modules"),
     ],
 )
 def test_lora_flags_are_refused_like_vllm(flags: tuple[str, ...], problem: str) -> None:

@@ -58,21 +58,50 @@ def test_unknown_flag_is_refused_like_argparse() -> None:
     assert "unrecognized arguments: --not-a-vllm-flag" in refusal("--not-a-vllm-flag", "1")
 
 
-def test_flag_removed_from_the_pinned_vllm_is_refused_with_the_reason() -> None:
-    message = refusal("--swap-space", "16")
-    assert "unrecognized arguments: --swap-space" in message
-    assert "0.31 to 0.34" in message
+def test_a_flag_vllm_removed_is_refused_as_vllm_refuses_it() -> None:
+    """The operator explains why --swap-space is gone (its flag table's reason); vLLM 0.32's
+    parser just lists what it did not recognise, the value with it, and so does the stand-in."""
+    assert refusal("--swap-space", "16") == (
+        "vllm serve: error: unrecognized arguments: --swap-space 16"
+    )
+
+
+def test_every_unrecognized_argument_is_listed_at_once() -> None:
+    message = refusal("--bogus", "--max-num-seqs", "3", "--also-bogus", "x")
+    assert message.endswith("unrecognized arguments: --bogus --also-bogus x")
+
+
+def test_a_unique_prefix_stands_for_the_option_as_in_argparse() -> None:
+    assert parse_serve_argv(serve("--max-model", "4")).max_model_len == 4
+    assert "ambiguous option: --max could match" in refusal("--max", "4")
 
 
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
-        (("--kv-cache-dtype", "fp7"), "argument --kv-cache-dtype: invalid choice: 'fp7'"),
+        # vLLM 0.32.0's own words (its parser, run on these arguments, said each of them)
+        (("--kv-cache-dtype", "fp7"), "argument --kv-cache-dtype: invalid choice: 'fp7' (choose"),
         (("--mamba-ssm-cache-dtype", "int4"), "invalid choice: 'int4'"),
-        (("--speculative-config", "{method: mtp"), "argument --speculative-config/-sc: invalid"),
-        (("--limit-mm-per-prompt", "image=8"), "argument --limit-mm-per-prompt: invalid"),
+        (
+            ("--speculative-config", "{method: mtp"),
+            "argument --speculative-config/-sc: Value {method: mtp cannot be converted to",
+        ),
+        (("--limit-mm-per-prompt", "image=8"), "Value image=8 cannot be converted to"),
         (("-tp", "four"), "argument --tensor-parallel-size/-tp: invalid int value: 'four'"),
         (("--max-num-seqs",), "argument --max-num-seqs: expected one argument"),
+        (("--served-model-name",), "argument --served-model-name: expected at least one argument"),
+        (("--max-lora-rank", "24"), "invalid choice: 24 (choose from 1, 8, 16, 32, 64, 128, 256,"),
+        (("--max-model-len", "12q"), "invalid human_readable_int_or_auto value: '12q'"),
+        (("--max-num-batched-tokens", "auto"), "invalid human_readable_int value: 'auto'"),
+        (
+            ("--gpu-memory-utilization", "x"),
+            "argument --gpu-memory-utilization/--device-memory-utilization: invalid float value",
+        ),
+        (
+            ("--enforce-eager=true",),
+            "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'true'",
+        ),
+        (("--headless=1",), "argument --headless: ignored explicit argument '1'"),
     ],
 )
 def test_bad_values_are_refused(flags: tuple[str, ...], expected: str) -> None:
@@ -89,7 +118,6 @@ def test_bad_values_are_refused(flags: tuple[str, ...], expected: str) -> None:
         (("--limit-mm-per-prompt", "[8]"), "expected modality limits"),
         (("--max-num-seqs", "0"), "must be at least 1"),
         (("--nnodes", "2", "--node-rank", "2"), "is not a rank of --nnodes 2"),
-        (("--enforce-eager=true",), "argument --enforce-eager"),
     ],
 )
 def test_values_vllm_rejects_after_parsing_are_refused(
@@ -169,3 +197,25 @@ def test_anything_but_vllm_serve_is_refused() -> None:
 )
 def test_worker_ranks_are_recognised(flags: tuple[str, ...], worker: bool) -> None:
     assert parse_serve_argv(serve(*flags)).is_worker is worker
+
+
+def test_what_vllm_0_32s_parser_accepted_is_accepted() -> None:
+    """Each of these was run through the real parser (vLLM 0.32.0, CPU build) and accepted."""
+    config = parse_serve_argv(
+        serve(
+            "--max-model-len", "1.5k",
+            "--max-cpu-loras", "None",
+            "--hf-overrides", "abc",
+            "--middleware", "a.b", "--middleware", "c.d",
+            "--max_num_seqs=3",
+            "--hf-token",
+        )
+    )  # fmt: skip
+    assert config.max_model_len == 1500
+    assert config.max_num_seqs == 3
+    assert config.options["--max-cpu-loras"] is None
+    assert config.options["--hf-overrides"] == "abc"
+    assert config.options["--middleware"] == ["a.b", "c.d"]
+    assert config.options["--hf-token"] is True
+    assert parse_serve_argv(serve("--max-model-len", "-1")).max_model_len == DEFAULT_MAX_MODEL_LEN
+    assert "Decimals are not allowed" in refusal("--max-model-len", "1.5K")

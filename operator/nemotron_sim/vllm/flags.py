@@ -13,6 +13,7 @@ simply unknown here, and choices are compared as written (vLLM lower-cases a few
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -38,7 +39,9 @@ class FlagUse:
     sub_key: str | None = None  # "method" in --speculative-config.method
 
 
+@functools.cache
 def _spellings() -> dict[str, tuple[Flag, bool]]:
+    """Every option string → (flag, negated), built once."""
     found: dict[str, tuple[Flag, bool]] = {}
     for flag in flags().values():
         for spelled in (flag.name, *flag.aliases):

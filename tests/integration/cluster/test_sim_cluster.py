@@ -103,11 +103,12 @@ def test_the_kubelet_reports_ready_again_when_another_writer_marks_its_pod_not_r
     assert sim_cluster.ready_replicas("default", "back") == 1
 
 
-def unchecked(tmp_path: Path, example: str) -> Path:
+def unchecked(tmp_path: Path, example: str, **spec: Any) -> Path:
     """The example without the behavioural check: applied by hand there is no operator to set
-    the pods' readiness gate (docs/rendering.md)."""
+    the pods' readiness gate (docs/rendering.md). ``spec``: fields replaced in its spec."""
     body = yaml.safe_load((ROOT / "examples" / example).read_text())
     body["spec"]["verification"] = {"enabled": False}
+    body["spec"].update(spec)
     path = tmp_path / f"unchecked-{example}"
     path.write_text(yaml.safe_dump(body))
     return path
@@ -170,12 +171,14 @@ def post_json(url: str, body: dict[str, Any]) -> dict[str, Any]:
 def test_a_multi_node_replica_runs_leader_and_headless_worker(
     sim_cluster: KubeHandle, tmp_path: Path
 ) -> None:
-    """Two GPUs per node force TP 2 x PP 2 across two nodes: leader + worker StatefulSets."""
+    """Two GPUs per node force TP 2 x PP 2 across two nodes: leader + worker StatefulSets (the
+    full example spells out the LeaderWorkerSet backend; tests/integration/lws runs that one)."""
     nodes = tmp_path / "nodes.yaml"
     nodes.write_text(sim_cluster.kubectl("get", "nodes", "-o", "yaml").stdout)
+    example = unchecked(tmp_path, "super-vl-bf16-h200.yaml", multiNode={"backend": "StatefulSet"})
     rendered = subprocess.run(
         [sys.executable, "-m", "nemotron_operator.cli", "render",
-         "-f", str(unchecked(tmp_path, "super-vl-bf16-h200.yaml")), "--gpu-inventory", str(nodes)],
+         "-f", str(example), "--gpu-inventory", str(nodes)],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     documents = [d for d in yaml.safe_load_all(rendered) if d]

@@ -48,6 +48,14 @@ fi
 tail -n 2 "$VLLM_LOG" >&2
 wait "$WHEELS_PID" || true  # lint.sh runs the check again (warm) and fails on its own
 "$ROOT/hack/lint.sh"
+# Every control plane, kubelet, containerd and controller holds inotify instances (certificate
+# and configuration watchers); the kernel's default of 128 per user is spent by the suite's
+# clusters with real nodes and add-ons, and a controller then dies with "too many open files"
+# (kind documents the same limit). As root, raise it for the machine (not a network setting).
+if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt 1024 ]; then
+  echo "test: raising fs.inotify.max_user_instances to 1024 (was $(cat /proc/sys/fs/inotify/max_user_instances))" >&2
+  echo 1024 >/proc/sys/fs/inotify/max_user_instances
+fi
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass. The 30 slowest
 # tests are listed, so that a slow one is seen where it is added.
 pytest --durations=30 "$@"

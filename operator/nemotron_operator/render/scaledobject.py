@@ -8,7 +8,8 @@ autoscaler stays off (``AutoscalingSpec.built_in``): one writer of ``spec.replic
 
 The spec's fields map one to one (docs/rendering.md): minReplicas → ``minReplicaCount`` (0: KEDA
 scales to zero), maxReplicas → ``maxReplicaCount``, idleSeconds (with minReplicas 0) →
-``cooldownPeriod``, the two stabilization windows → the HPA's ``behavior``, and the user's
+``cooldownPeriod`` and ``initialCooldownPeriod`` (a new deployment too is idle that long before
+zero), the two stabilization windows → the HPA's ``behavior``, and the user's
 Prometheus trigger → ``triggers[0]`` (metadata values are strings in KEDA's schema).
 """
 
@@ -52,6 +53,11 @@ def build_scaled_object(deployment: NemotronDeployment, names: Names) -> dict[st
         spec["pollingInterval"] = keda.polling_interval_seconds
     if autoscaling.idle_window is not None:  # minReplicas 0: idle this long before zero
         spec["cooldownPeriod"] = autoscaling.idle_window
+        # KEDA counts cooldownPeriod from the trigger's last activity; before the trigger was
+        # ever active it waits initialCooldownPeriod from the ScaledObject's creation, default
+        # 0: a new deployment would be scaled to zero within a second, before its first replica
+        # loaded (seen with KEDA v2.21.0, pkg/scaling/executor/scale_scaledobjects.go).
+        spec["initialCooldownPeriod"] = autoscaling.idle_window
     spec["advanced"] = {
         "horizontalPodAutoscalerConfig": {
             "behavior": {

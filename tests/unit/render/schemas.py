@@ -290,6 +290,7 @@ SCALED_OBJECT_SCHEMA = _closed(
                 "maxReplicaCount": {**_INT32, "minimum": 1},
                 "pollingInterval": {**_INT32, "minimum": 1},
                 "cooldownPeriod": _INT32,
+                "initialCooldownPeriod": _INT32,
                 "advanced": _closed(
                     {
                         "horizontalPodAutoscalerConfig": _closed(

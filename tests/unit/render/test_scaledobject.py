@@ -50,6 +50,9 @@ def test_the_scaled_object_targets_the_deployment_itself_with_the_users_trigger(
     }
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (0, 4)
     assert spec["cooldownPeriod"] == 900  # idleSeconds: inactive this long before zero
+    # ... also from the ScaledObject's creation, before the trigger was ever active (KEDA's
+    # initialCooldownPeriod defaults to 0: zero at once, before the first replica loaded).
+    assert spec["initialCooldownPeriod"] == 900
     assert spec["triggers"] == [
         {
             "type": "prometheus",
@@ -86,6 +89,7 @@ def test_every_autoscaling_field_reaches_the_scaled_object() -> None:
     )["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 6)
     assert "cooldownPeriod" not in spec  # no scale to zero: KEDA's cooldown does not apply
+    assert "initialCooldownPeriod" not in spec
     assert spec["pollingInterval"] == 10
     behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 5
@@ -96,7 +100,7 @@ def test_every_autoscaling_field_reaches_the_scaled_object() -> None:
 
 def test_zero_without_idle_seconds_waits_the_operators_default_idle_window() -> None:
     spec = scaled_object(keda(minReplicas=0))["spec"]
-    assert spec["cooldownPeriod"] == 1800
+    assert (spec["cooldownPeriod"], spec["initialCooldownPeriod"]) == (1800, 1800)
 
 
 def test_no_scaled_object_for_the_built_in_autoscaler_or_none() -> None:

@@ -88,8 +88,9 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any] | None]] = {
 
 # Every option `vllm serve` accepts, from vLLM's own parser: the long names (serve-flags.txt) and
 # each option's action, value type (with the type a wrapper such as optional_type wraps), nargs,
-# choices and default (serve-parser.json, what the stand-in's flag data is derived from), and the
-# environment variables vLLM reads (vllm/envs.py).
+# choices and default (serve-parser.json, what the stand-in's flag data is derived from), the
+# environment variables vLLM reads (vllm/envs.py) and the reasoning and tool-call parsers it has
+# built in (what `vllm serve` checks --reasoning-parser and --tool-call-parser against).
 PARSER_SCRIPT = """
 import json
 import vllm.envs
@@ -118,8 +119,15 @@ actions = [
     for a in parser._actions if any(o.startswith("--") for o in a.option_strings)
 ]
 names = sorted({o for a in parser._actions for o in a.option_strings if o.startswith("--")})
+from vllm.reasoning import ReasoningParserManager
+try:
+    from vllm.tool_parsers import ToolParserManager
+except ImportError:
+    from vllm.entrypoints.openai.tool_parsers import ToolParserManager
 print(json.dumps({"names": names, "actions": actions,
-                  "environmentVariables": sorted(vllm.envs.environment_variables)}))
+                  "environmentVariables": sorted(vllm.envs.environment_variables),
+                  "reasoningParsers": list(ReasoningParserManager.list_registered()),
+                  "toolCallParsers": list(ToolParserManager.list_registered())}))
 """
 
 
@@ -133,7 +141,8 @@ def record_parser(python: Path, release: str, out: Path, env: dict[str, str], cw
     parser = {
         "release": release,
         "recorded": "hack/record-vllm-contract.py: make_arg_parser("
-        "FlexibleArgumentParser())._actions and vllm.envs.environment_variables",
+        "FlexibleArgumentParser())._actions, vllm.envs.environment_variables and the reasoning "
+        "and tool parser managers' list_registered()",
         **parser,
     }
     (out / "serve-parser.json").write_text(json.dumps(parser, indent=1, sort_keys=True) + "\n")

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nemotron_sim.vllm.flag_data import reasoning_parsers, tool_call_parsers
 from nemotron_sim.vllm.flags import FlagUse, ParseError, parse
 
 USAGE = "usage: vllm serve [model_tag] [options]"
@@ -29,15 +30,6 @@ DEFAULT_PORT = 8000  # vLLM FrontendArgs.port
 # Methods whose draft comes from the model's own MTP head; `nemotron_h_mtp` is the deprecated
 # alias of `mtp` (model-facts.md §4). MTP defaults to the checkpoint's one MTP layer.
 MTP_METHODS = frozenset({"mtp", "nemotron_h_mtp"})
-# Built-in reasoning parsers registered by vLLM (vllm/reasoning/__init__.py). `super_v3`,
-# `ultra_v3` and `nano_v3` are not among them: they come as plugin files (model-facts.md §4).
-BUILTIN_REASONING_PARSERS = frozenset(
-    (
-        "deepseek_r1", "deepseek_v3", "ernie45", "glm45", "granite", "hunyuan_a13b", "kimi_k2",
-        "mimo", "minimax_m2", "minimax_m2_append_think", "mistral", "nemotron_v3", "olmo3",
-        "openai_gptoss", "qwen3", "seed_oss", "step3", "step3p5",
-    )
-)  # fmt: skip
 
 
 class StubVllmArgumentError(ValueError):
@@ -223,15 +215,22 @@ def _speculative(options: Mapping[str, Any]) -> tuple[str | None, int]:
 
 
 def _reasoning_parser(options: Mapping[str, Any]) -> str | None:
+    """vLLM's ``validate_api_server_args``: the parser must be built in (a plugin file registers
+    parsers under names of its own choosing), as the tool-call parser with auto tool choice."""
+    tool = options.get("--tool-call-parser")
+    if (
+        options.get("--enable-auto-tool-choice")
+        and "--tool-parser-plugin" not in options
+        and tool not in tool_call_parsers()
+    ):
+        choices = ",".join(tool_call_parsers())
+        raise StubVllmStartError(f"invalid tool call parser: {tool} (chose from {{ {choices} }})")
     name = options.get("--reasoning-parser")
-    # A plugin file registers parsers under names of its own choosing.
-    if name is None or "--reasoning-parser-plugin" in options:
-        return name if isinstance(name, str) else None
-    if name not in BUILTIN_REASONING_PARSERS:
-        choices = ", ".join(sorted(BUILTIN_REASONING_PARSERS))
-        raise StubVllmArgumentError(
-            f"invalid reasoning parser: {name} (chose from {{ {choices} }})"
-        )
+    if name is None or name == "" or "--reasoning-parser-plugin" in options:
+        return name if isinstance(name, str) and name else None
+    if name not in reasoning_parsers():
+        choices = ",".join(reasoning_parsers())
+        raise StubVllmStartError(f"invalid reasoning parser: {name} (chose from {{ {choices} }})")
     return str(name)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nemotron_sim.vllm import StubVllmArgumentError, parse_serve_argv
-from nemotron_sim.vllm.args import DEFAULT_MAX_MODEL_LEN
+from nemotron_sim.vllm.args import DEFAULT_MAX_MODEL_LEN, StubVllmStartError
 
 MODEL = "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16"
 
@@ -126,12 +126,33 @@ def test_values_vllm_rejects_after_parsing_are_refused(
     assert expected in refusal(*flags)
 
 
+def start_failure(*flags: str) -> str:
+    """vLLM parsed the command line and then refused to start (no usage line)."""
+    with pytest.raises(StubVllmStartError) as caught:
+        parse_serve_argv(serve(*flags))
+    return str(caught.value)
+
+
 def test_checkpoint_parser_names_need_the_plugin_file() -> None:
-    assert "invalid reasoning parser: super_v3" in refusal("--reasoning-parser", "super_v3")
+    message = start_failure("--reasoning-parser", "super_v3")
+    assert message.startswith("invalid reasoning parser: super_v3 (chose from { cohere_command3,")
     config = parse_serve_argv(
         serve("--reasoning-parser-plugin", "/parsers/super_v3.py", "--reasoning-parser", "super_v3")
     )
     assert config.reasoning_parser == "super_v3"
+
+
+def test_parsers_built_into_the_release_are_accepted() -> None:
+    """vLLM 0.32.0 has 38 reasoning parsers built in; the stand-in once knew 18 (gemma4 not)."""
+    assert parse_serve_argv(serve("--reasoning-parser", "gemma4")).reasoning_parser == "gemma4"
+    auto = ("--enable-auto-tool-choice", "--tool-call-parser")
+    assert parse_serve_argv(serve(*auto, "qwen3_coder")).options["--tool-call-parser"] == (
+        "qwen3_coder"
+    )
+    assert "invalid tool call parser: nope" in start_failure(*auto, "nope")
+    assert parse_serve_argv(serve("--tool-call-parser", "nope"))  # no auto choice: not checked
+    plugin = ("--tool-parser-plugin", "/parsers/p.py")
+    assert parse_serve_argv(serve(*plugin, *auto, "mine")).options["--tool-call-parser"] == "mine"
 
 
 def test_served_model_name_defaults_to_the_model_and_takes_several() -> None:

@@ -100,6 +100,14 @@ def test_lora_facts_are_the_real_engines() -> None:
     assert recorded_action("--lora-modules")["action"] == "LoRAParserAction"
 
 
+def test_the_built_in_parsers_are_the_real_engines() -> None:
+    assert flag_data.reasoning_parsers() == tuple(recorded_parser()["reasoningParsers"])
+    assert flag_data.tool_call_parsers() == tuple(recorded_parser()["toolCallParsers"])
+    # what the operator renders for Nemotron is built in
+    assert {"nemotron_v3"} <= set(flag_data.reasoning_parsers())
+    assert {"qwen3_coder"} <= set(flag_data.tool_call_parsers())
+
+
 def test_a_rank_the_parser_does_not_offer_is_refused_by_the_parser() -> None:
     with pytest.raises(ValueError, match="invalid choice: 24"):
         parse_serve_argv(["vllm", "serve", "m", "--enable-lora", "--max-lora-rank", "24"])

@@ -114,7 +114,7 @@ def plain(value):
 actions = [
     {"options": list(a.option_strings), "action": type(a).__name__,
      "nargs": a.nargs, "type": name(a.type), "wraps": wrapped(a.type),
-     "choices": None if a.choices is None else [str(c) for c in a.choices],
+     "choices": None if a.choices is None else [plain(c) for c in a.choices],
      "default": plain(a.default)}
     for a in parser._actions if any(o.startswith("--") for o in a.option_strings)
 ]
@@ -124,25 +124,62 @@ try:
     from vllm.tool_parsers import ToolParserManager
 except ImportError:
     from vllm.entrypoints.openai.tool_parsers import ToolParserManager
+import contextlib, io, re, sys
+cases = []
+for case in json.loads(sys.argv[1]):
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            make_arg_parser(FlexibleArgumentParser()).parse_args(["model", *case])
+        cases.append({"args": case, "error": None})
+    except SystemExit:
+        error = said.getvalue().strip().splitlines()[-1].split(": error: ", 1)[1]
+        cases.append({"args": case, "error": re.sub(" at 0x[0-9a-f]+", "", error)})
 print(json.dumps({"names": names, "actions": actions,
                   "environmentVariables": sorted(vllm.envs.environment_variables),
                   "reasoningParsers": list(ReasoningParserManager.list_registered()),
-                  "toolCallParsers": list(ToolParserManager.list_registered())}))
+                  "toolCallParsers": list(ToolParserManager.list_registered()),
+                  "cases": cases}))
 """
+# Argument lists (after `vllm serve MODEL`) the parser is run on: its verdict and error for each
+# are recorded (serve-parser.json "cases"; tests/unit/sim_vllm/test_recorded_facts.py gives the
+# stand-in's parser the same lists). Spellings, value kinds, and the places the operator's flag
+# table and this parser disagree (docs/compatibility.md).
+PARSER_CASES = [
+    ["--max-model", "4"], ["--max_num_seqs=3"], ["--max-model-len", "1.5k"],
+    ["--max-model-len", "-1"], ["--max-model-len", "auto"], ["--max-model-len", "1K"],
+    ["--hf-token"], ["--hf-overrides", "abc"], ["--no-enable-prefix-caching"], ["-tp", "2"],
+    ["--speculative-config.method", "mtp", "--speculative-config.num_speculative_tokens", "2"],
+    ["--device-memory-utilization", "0.8"], ["--served-model-name", "a", "b"],
+    ["--middleware", "x", "--middleware", "y"], ["--max-cpu-loras", "None"],
+    ["--moe-backend", "triton"], ["--kv-cache-memory-bytes", "1G"], ["-dpa", "10.0.0.1"],
+    ["--enable-lora", "--max-lora-rank", "64"], ["--lora-modules", "a=/p", "b=/q"],
+    ["--swap-space", "16"], ["--kv-cache-dtype", "fp7"], ["--speculative-config", "{method: mtp"],
+    ["--limit-mm-per-prompt", "image=8"], ["-tp", "four"], ["--max-num-seqs"],
+    ["--enforce-eager=true"], ["--headless=1"], ["--max-lora-rank", "24"],
+    ["--served-model-name"], ["--max-model-len", "12q"], ["--gpu-memory-utilization", "x"],
+    ["--max-num-batched-tokens", "auto"], ["--max-model-len", "1.5K"], ["--max", "4"],
+    ["--bogus", "--max-num-seqs", "3", "--also-bogus", "x"], ["--lora-modules", "no-path"],
+    ["--no-disable-log-stats"], ["--kv-cache-dtype", "int8"], ["--mamba-cache-mode", "all"],
+    ["--all2all-backend", "nope"], ["--spec-method", "nope"], ["--kv-cache-memory-bytes", "auto"],
+    ["--max-cpu-loras", "x"], ["--compilation-config.mode", "3"],
+]  # fmt: skip
 
 
 def record_parser(python: Path, release: str, out: Path, env: dict[str, str], cwd: str) -> None:
     """serve-flags.txt and serve-parser.json from the engine's own parser (seconds, no model)."""
-    answer = subprocess.run([str(python), "-c", PARSER_SCRIPT], capture_output=True, text=True,
-                            check=True, env=env, cwd=cwd).stdout  # fmt: skip
+    answer = subprocess.run([str(python), "-c", PARSER_SCRIPT, json.dumps(PARSER_CASES)],
+                            capture_output=True, text=True, check=True, env=env,
+                            cwd=cwd).stdout  # fmt: skip
     parser = json.loads(answer)
     out.mkdir(parents=True, exist_ok=True)
     (out / "serve-flags.txt").write_text("\n".join(parser.pop("names")) + "\n")
     parser = {
         "release": release,
         "recorded": "hack/record-vllm-contract.py: make_arg_parser("
-        "FlexibleArgumentParser())._actions, vllm.envs.environment_variables and the reasoning "
-        "and tool parser managers' list_registered()",
+        "FlexibleArgumentParser())._actions and its answer to each of PARSER_CASES, "
+        "vllm.envs.environment_variables and the reasoning and tool parser managers' "
+        "list_registered()",
         **parser,
     }
     (out / "serve-parser.json").write_text(json.dumps(parser, indent=1, sort_keys=True) + "\n")

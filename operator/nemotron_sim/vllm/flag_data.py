@@ -20,7 +20,9 @@ How an argparse action becomes a kind:
   ``json``, ``union_dict_and_str`` → ``json-or-str``, anything else → ``str``.
 
 ``nullable``: vLLM's ``optional_type`` wrapper, which takes ``None`` (and the empty string) for
-"unset". ``typeName``: the outer type function's name, which argparse prints in "invalid X value".
+"unset". ``typeName``: the outer type function's name, which argparse prints in "invalid X value";
+``wraps``: the type a wrapper converts with (its failure reads "Value V cannot be converted to
+<class 'int'>.").
 """
 
 from __future__ import annotations
@@ -54,10 +56,11 @@ class Flag:
     name: str
     kind: str
     aliases: tuple[str, ...] = ()
-    choices: tuple[str, ...] = ()
+    choices: tuple[Any, ...] = ()  # as the parser holds them: ints for an int flag, None
     item: str = "str"  # a list's item type: int or str
     nullable: bool = False
     type_name: str | None = None
+    wraps: str | None = None  # the type a wrapper (optional_type, parse_type) converts with
     default: Any = None
 
     @property
@@ -90,10 +93,12 @@ def derive(actions: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
             entry["nullable"] = True
         if action["type"]:
             entry["typeName"] = action["type"]
+        if action["wraps"]:
+            entry["wraps"] = action["wraps"][-1]  # the innermost, whose failure is reported
         if action["default"] is not None and action["default"] != "==SUPPRESS==":
             entry["default"] = action["default"]
         table[name] = entry
-    return dict(sorted(table.items()))
+    return table  # in the parser's order, which argparse lists an ambiguous prefix's matches in
 
 
 def _kind(action: Mapping[str, Any]) -> str:
@@ -162,6 +167,7 @@ def flags() -> dict[str, Flag]:
             item=entry.get("item", "str"),
             nullable=bool(entry.get("nullable", False)),
             type_name=entry.get("typeName"),
+            wraps=entry.get("wraps"),
             default=entry.get("default"),
         )
         for name, entry in _load()["flags"].items()

@@ -23,6 +23,7 @@ from nemotron_sim.vllm.flag_data import Flag, flags
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
+_CLASSES = frozenset({"int", "float", "str"})
 
 
 class ParseError(ValueError):
@@ -43,11 +44,9 @@ class FlagUse:
 def _spellings() -> dict[str, tuple[Flag, bool]]:
     """Every option string → (flag, negated), built once."""
     found: dict[str, tuple[Flag, bool]] = {}
-    for flag in flags().values():
-        for spelled in (flag.name, *flag.aliases):
-            found[spelled] = (flag, False)
-        if flag.kind == "bool":
-            found[f"--no-{flag.name[2:]}"] = (flag, True)
+    for flag in flags().values():  # argparse's order: the actions', each one's option strings
+        for spelled in flag.spelled.split("/"):
+            found[spelled] = (flag, spelled == f"--no-{flag.name[2:]}" and flag.kind == "bool")
     return found
 
 
@@ -69,7 +68,7 @@ def lookup(option: str) -> tuple[Flag, bool, str | None] | None:
         return flag, negated, None
     if not name.startswith("--") or len(name) < 3:
         return None
-    matches = sorted(s for s in spellings if s.startswith(name))
+    matches = [s for s in spellings if s.startswith(name)]
     if len({spellings[s] for s in matches}) > 1:
         raise ParseError(f"ambiguous option: {name} could match {', '.join(matches)}")
     return (*spellings[matches[0]], None) if matches else None
@@ -137,15 +136,20 @@ def _check(flag: Flag, value: str, kind: str) -> None:
     if flag.nullable and value in ("", "None"):
         return
     invalid = ParseError(f"argument {flag.spelled}: invalid {flag.type_name} value: {value!r}")
+    if flag.wraps is not None:  # vLLM's parse_type: its own message, naming the inner type
+        inner = f"<class '{flag.wraps}'>" if flag.wraps in _CLASSES else f"<function {flag.wraps}>"
+        invalid = ParseError(
+            f"argument {flag.spelled}: Value {value} cannot be converted to {inner}."
+        )
     if kind == "choice":
         typed = flag.type_name == "int"
         if typed:
             _check(flag, value, "int")
-        if value not in flag.choices:
-            shown = ", ".join(c if typed else repr(c) for c in flag.choices)
-            chosen = value if typed else repr(value)
+        chosen = int(value) if typed else value
+        if chosen not in flag.choices:  # argparse prints each as its repr: 'fp8', 16, None
+            shown = ", ".join(repr(c) for c in flag.choices)
             raise ParseError(
-                f"argument {flag.spelled}: invalid choice: {chosen} (choose from {shown})"
+                f"argument {flag.spelled}: invalid choice: {chosen!r} (choose from {shown})"
             )
     elif kind == "int":
         try:
@@ -163,9 +167,7 @@ def _check(flag: Flag, value: str, kind: str) -> None:
         try:
             json.loads(value)
         except ValueError:
-            raise ParseError(
-                f"argument {flag.spelled}: Value {value} cannot be converted to <function loads>."
-            ) from None
+            raise invalid from None
 
 
 def _human_int(flag: Flag, value: str, *, auto: bool, invalid: ParseError) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.vllm import flag_data, lora_rules
+from nemotron_sim.vllm import flag_data, flags, lora_rules
 from nemotron_sim.vllm.args import parse_serve_argv
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,6 +37,11 @@ FORBIDDEN_NAMES = {"GPUS", "GpuProduct", "lookup_gpu", "vllm_flags", "vllm_lora"
 def recorded_parser() -> dict[str, Any]:
     parser: dict[str, Any] = json.loads((CONTRACT / "serve-parser.json").read_text())
     return parser
+
+
+def recorded_cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads((CONTRACT / "serve-parser.json").read_text())["cases"]
+    return cases
 
 
 def recorded_action(name: str) -> dict[str, Any]:
@@ -127,3 +132,25 @@ def test_the_simulator_reads_none_of_the_operators_flag_gpu_or_lora_tables() -> 
                 assert node.module not in FORBIDDEN_MODULES, path
                 assert not names & FORBIDDEN_NAMES, (path, names & FORBIDDEN_NAMES)
         assert "vllm_release_data" not in path.read_text(encoding="utf-8"), path
+
+
+def stand_in_verdict(args: list[str]) -> str | None:
+    """What the stand-in's parser says to ``vllm serve MODEL *args``: None or its error (the
+    --lora-modules values are read while parsing, as vLLM's LoRAParserAction reads them)."""
+    try:
+        for use in flags.parse(args):
+            if use.flag.name == "--lora-modules" and isinstance(use.value, tuple):
+                for value in use.value:
+                    lora_rules.parse_lora_module(value)
+    except (flags.ParseError, lora_rules.LoraConfigError) as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("case", recorded_cases(), ids=lambda c: " ".join(c["args"])[:60])
+def test_the_stand_in_answers_each_recorded_argument_list_as_the_real_parser(
+    case: dict[str, Any],
+) -> None:
+    """hack/record-vllm-contract.py ran the real parser on these lists (PARSER_CASES): the same
+    verdict, and the same error to the letter (argparse's, or vLLM's type functions')."""
+    assert stand_in_verdict(case["args"]) == case["error"]

@@ -19,6 +19,14 @@ An older vLLM (or one that leaves them "None") lacks the last two; they are then
 tokens = int(concurrency × maxModelLen) — and listed in ``derived``. ``num_gpu_blocks × block_size``
 is not used: for a hybrid model one request holds blocks in several groups, so it overstates the
 capacity (the reason for PR #42206).
+
+``kv_cache_memory_bytes`` is the pool vLLM was given (``--kv-cache-memory-bytes``, with
+``spec.engine.kvCacheMemory: Planned``; "None" when vLLM measured its own). With it a shortfall
+names its cause: a pool smaller than the plan's (something overrode the flag, e.g.
+``VLLM_CPU_KVCACHE_SPACE`` in the image's environment), or the planned pool holding fewer,
+larger blocks — the engine's cache layout is not the plan's (the model described in
+``spec.model.architecture`` is not the checkpoint vLLM loaded, or the release differs). Neither
+is a reserve to calibrate.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ class ObservedCache:
     kv_cache_tokens: int
     max_concurrency: float
     derived: tuple[str, ...]
+    pool_bytes: int | None = None  # the pool vLLM was given; None when it measured its own
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,9 @@ class PlanCheckResult:
     deviations: tuple[FigureDeviation, ...]
     threshold: float
     pods_checked: int
+    planned_pool_bytes: int = 0  # per GPU, as passed with --kv-cache-memory-bytes
+    planned_blocks: int = 0
+    planned_blocks_per_sequence: int = 0
 
     @property
     def shortfalls(self) -> tuple[FigureDeviation, ...]:
@@ -97,11 +109,42 @@ class PlanCheckResult:
         if self.shortfalls:
             return (
                 f"vLLM got materially less KV cache than planned {where} (threshold "
-                f"{self.threshold:.0%}): " + "; ".join(parts) + ". Report it with the plan and "
-                "vLLM's startup log so the catalog's reserves can be calibrated "
-                "(docs/observability.md)."
+                f"{self.threshold:.0%}): " + "; ".join(parts) + ". " + self._cause()
             )
         return f"vLLM's allocation matches the plan {where}: " + "; ".join(parts)
+
+    def _cause(self) -> str:
+        """Why, when vLLM said which pool it was given; else the reserves are the suspect."""
+        pool, planned = self.observed.pool_bytes, self.planned_pool_bytes
+        blocks = self.observed.kv_cache_blocks
+        if pool is None or planned <= 0:
+            return (
+                "Report it with the plan and vLLM's startup log so the catalog's reserves can be "
+                "calibrated (docs/observability.md)."
+            )
+        if pool < planned * (1 - self.threshold):
+            return (
+                f"vLLM was given a pool of {pool:,} bytes where the plan passes {planned:,} "
+                f"({pool / planned - 1:+.1%}): something overrode --kv-cache-memory-bytes (e.g. "
+                "VLLM_CPU_KVCACHE_SPACE in the image's environment)."
+            )
+        concurrency = self.observed.max_concurrency
+        if self.deviation("kvCacheBlocks") >= -self.threshold and concurrency > 0:
+            return (
+                f"vLLM holds the planned blocks but a full-length request takes more of them: "
+                f"about {blocks / concurrency:,.1f} where the plan has "
+                f"{self.planned_blocks_per_sequence:,}: check that the pod runs the planned "
+                "--max-model-len and draft tokens."
+            )
+        if blocks > 0 and self.planned_blocks > 0:
+            return (
+                f"vLLM was given the planned pool ({pool:,} bytes) but fits fewer blocks in it: "
+                f"about {pool // blocks:,} bytes per block where the plan has "
+                f"{planned // self.planned_blocks:,}, so its cache layout is not the plan's: check "
+                "spec.model.architecture against the checkpoint's config.json, and "
+                "spec.engine.image against the vLLM release the image runs."
+            )
+        return "vLLM was given the planned pool but allocated no blocks in it."
 
 
 def _show(value: float) -> str:
@@ -131,6 +174,7 @@ def observed_cache(pod: str, info: CacheConfigInfo, plan: Plan) -> ObservedCache
         kv_cache_tokens=tokens,
         max_concurrency=concurrency,
         derived=tuple(derived),
+        pool_bytes=info.integer("kv_cache_memory_bytes"),
     )
 
 
@@ -153,6 +197,9 @@ def compare(
             ),
             threshold=threshold,
             pods_checked=len(observed),
+            planned_pool_bytes=plan.per_gpu.kv_pool_bytes,
+            planned_blocks=plan.kv_cache_blocks,
+            planned_blocks_per_sequence=plan.blocks_per_sequence,
         )
         for pod in sorted(observed, key=lambda o: o.pod)
     ]

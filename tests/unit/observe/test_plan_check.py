@@ -138,3 +138,56 @@ def test_a_missing_block_size_reads_as_zero_and_an_infinite_label_as_missing() -
     assert observed.block_size_tokens == 0
     assert CacheConfigInfo({"x": "inf"}).number("x") is None
     assert CacheConfigInfo({"x": "nan"}).number("x") is None
+
+
+def planned_pool(blocks: int = 6000, bytes_per_block: int = 131072) -> Plan:
+    """The test plan with a per-GPU pool of ``blocks`` blocks of ``bytes_per_block``."""
+    wire = plan(blocks).model_dump(by_alias=True)
+    wire["perGPU"]["kvPoolBytes"] = blocks * bytes_per_block
+    return Plan.model_validate(wire)
+
+
+def shortfall_message(observed_blocks: int, **labels: str) -> str:
+    observed = observed_cache("p-0", info(observed_blocks, **labels), planned_pool())
+    assert observed is not None
+    result = compare(planned_pool(), [observed])
+    assert result is not None
+    assert result.reason == "LessThanPlanned"
+    return result.message
+
+
+def test_the_planned_pool_holding_half_the_blocks_names_the_layout_not_the_reserves() -> None:
+    """As the real engine showed with a checkpoint of two KV heads described as one: vLLM got
+    exactly the planned bytes, in pages twice the plan's."""
+    message = shortfall_message(3000, kv_cache_memory_bytes=str(6000 * 131072))
+    assert (
+        f"vLLM was given the planned pool ({6000 * 131072:,} bytes) but fits fewer blocks in "
+        "it: about 262,144 bytes per block where the plan has 131,072" in message
+    )
+    assert "spec.model.architecture against the checkpoint's config.json" in message
+    assert "reserves" not in message
+
+
+def test_a_pool_smaller_than_the_one_passed_is_named_as_an_override() -> None:
+    message = shortfall_message(3000, kv_cache_memory_bytes=str(3000 * 131072))
+    assert (
+        f"vLLM was given a pool of {3000 * 131072:,} bytes where the plan passes "
+        f"{6000 * 131072:,} (-50.0%): something overrode --kv-cache-memory-bytes" in message
+    )
+
+
+def test_the_planned_blocks_with_fewer_requests_name_the_blocks_per_request() -> None:
+    """Blocks as planned, concurrency 24 instead of 40: 250 blocks a request, not 150 (a pod
+    started with another --max-model-len, e.g. the old one during a rollout)."""
+    message = shortfall_message(
+        6000, kv_cache_memory_bytes=str(6000 * 131072), kv_cache_max_concurrency="24"
+    )
+    assert "a full-length request takes more of them: about 250.0 where the plan has 150" in (
+        message
+    )
+
+
+def test_a_pool_vllm_measured_itself_leaves_the_reserves_as_the_suspect() -> None:
+    message = shortfall_message(3000, kv_cache_memory_bytes="None")
+    assert "so the catalog's reserves can be calibrated" in message
+    assert "was given" not in message

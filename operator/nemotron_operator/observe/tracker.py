@@ -48,7 +48,10 @@ class DeploymentTracker:
         *,
         sampled_at: str,
         shortfall_threshold: float = plan_check.DEFAULT_SHORTFALL_THRESHOLD,
+        current: frozenset[str] | None = None,
     ) -> TrackerUpdate:
+        """``current``: the pods (keys) running the rendered revision, the only ones the plan
+        is checked against (an old pod of a rollout runs another command); None: every pod."""
         # No pod's figures shown yet (a new deployment): a pod's first sample has rates already,
         # counted from its vLLM's start. After an operator restart status shows figures; a first
         # sample then only sets a base (below), so a restart alone writes nothing.
@@ -79,7 +82,7 @@ class DeploymentTracker:
         if moved:
             self.shown = candidate
         result, check_changed = self._check_plan(
-            plan, samples, pod_names, sampled_at, shortfall_threshold
+            plan, samples, pod_names, sampled_at, shortfall_threshold, current=current
         )
         self.last_plan_check = result
         return TrackerUpdate(
@@ -98,6 +101,8 @@ class DeploymentTracker:
         pod_names: Mapping[str, str],
         checked_at: str,
         threshold: float,
+        *,
+        current: frozenset[str] | None,
     ) -> tuple[PlanCheckResult | None, bool]:
         if plan is None:
             return None, False
@@ -105,6 +110,8 @@ class DeploymentTracker:
         for key, sample in samples.items():
             if key in self.checked or sample.cache_config is None:
                 continue  # once per pod start: vLLM publishes its cache config once
+            if current is not None and key not in current:
+                continue  # started for another revision (and plan): not this plan's to meet
             observed = plan_check.observed_cache(pod_names.get(key, key), sample.cache_config, plan)
             if observed is not None:
                 self.checked[key] = observed

@@ -46,6 +46,24 @@ def template_hash(statefulset: Mapping[str, Any]) -> str | None:
     return str(value) if value is not None else None
 
 
+def rendered_revisions(desired: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The config hashes of the serving pod templates rendered now (a StatefulSet's template, a
+    LeaderWorkerSet's leader template): a pod carrying one runs the current revision."""
+    hashes = set()
+    for obj in desired:
+        spec = obj.get("spec") or {}
+        if obj.get("kind") == "StatefulSet":
+            template = spec.get("template") or {}
+        elif obj.get("kind") == "LeaderWorkerSet":
+            template = (spec.get("leaderWorkerTemplate") or {}).get("leaderTemplate") or {}
+        else:
+            continue
+        value = _metadata(template).get("annotations", {}).get(n.CONFIG_HASH)
+        if value is not None:
+            hashes.add(str(value))
+    return frozenset(hashes)
+
+
 def owner_statefulset(pod: Mapping[str, Any]) -> str | None:
     for ref in _metadata(pod).get("ownerReferences") or []:
         if ref.get("kind") == "StatefulSet":

@@ -17,10 +17,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from nemotron_operator.controller.pods.scraper import Scraper, scrape_targets
+from nemotron_operator.controller.pods.scraper import Scraper, current_pods, scrape_targets
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.observe.throughput import ThroughputFigures
+from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.telemetry import OperatorMetrics
 
@@ -306,3 +307,20 @@ async def test_a_new_ready_leader_ends_the_quiet_pace(served: tuple[Pods, list[s
         # p1 was sampled by the reconcile but not by a tick with p0: the busy pace until one
         # tick's scrape of both pods has seen no traffic.
         assert await ticks_scraped(scraper, clock, pods, ips[1], 6) == [1, 5]
+
+
+def test_the_pods_of_the_rendered_revision_are_the_ones_checked_against_the_plan() -> None:
+    def serving(name: str, config: str) -> dict[str, Any]:
+        found = pod(name, "10.0.0.1")
+        found["metadata"]["annotations"] = {n.CONFIG_HASH: config}
+        return found
+
+    desired = [
+        {
+            "kind": "StatefulSet",
+            "spec": {"template": {"metadata": {"annotations": {n.CONFIG_HASH: "new"}}}},
+        }
+    ]
+    pods = [serving("p0", "old"), serving("p1", "new")]
+    assert current_pods(pods, desired) == {"uid-p1"}
+    assert current_pods(pods, []) is None  # nothing rendered says: every pod

@@ -168,3 +168,32 @@ def test_a_pod_sampled_only_for_rates_counts_as_sampled() -> None:
     assert "a" not in tracker.checked
     assert tracker.sampled("a")
     assert not tracker.sampled("b")
+
+
+def test_during_a_rollout_only_pods_of_the_rendered_revision_meet_the_new_plan() -> None:
+    """A new plan (8,000 blocks) while an old pod, started for the old one (6,000), still serves:
+    the old pod is not the new plan's to meet, so it raises no false LessThanPlanned."""
+    new_plan = plan(8000)
+    everyone = DeploymentTracker()
+    wrong = tick(everyone, {"old": BLOCKS, "new": 8000}, "t1", with_plan=new_plan)
+    assert wrong.plan_check is not None
+    assert (wrong.plan_check.reason, wrong.plan_check.observed.pod) == (
+        "LessThanPlanned",
+        "pod-old",
+    )
+
+    tracker = DeploymentTracker()
+    update = tracker.update(
+        new_plan,
+        {"old": sample(BLOCKS), "new": sample(8000)},
+        {"old": "pod-old", "new": "pod-new"},
+        [],
+        sampled_at="t1",
+        current=frozenset({"new"}),
+    )
+    assert update.plan_check is not None
+    assert (update.plan_check.reason, update.plan_check.observed.pod) == (
+        "WithinTolerance",
+        "pod-new",
+    )
+    assert set(tracker.checked) == {"new"}

@@ -11,7 +11,7 @@ from nemotron_operator.controller.decide.rollout import Rollouts
 from nemotron_operator.render import names as n
 from nemotron_operator.status import Readiness, StatusInputs, compute_status
 from nemotron_operator.status.readiness import Blocker
-from nemotron_operator.status.rollout import RolloutState, assess_rollout
+from nemotron_operator.status.rollout import RolloutState, assess_rollout, rendered_revisions
 from tests.unit.status.helpers import inventory, node, plan
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -239,3 +239,25 @@ def test_a_ready_canary_is_not_progressing_and_says_how_to_promote() -> None:
     progressing = conditions["Progressing"]
     assert (progressing.status, progressing.reason) == ("False", "CanaryPaused")
     assert conditions["Degraded"].status == "False"
+
+
+def test_the_rendered_revisions_are_the_serving_templates_config_hashes() -> None:
+    def annotated(config: str) -> dict[str, Any]:
+        return {"metadata": {"annotations": {n.CONFIG_HASH: config}}}
+
+    desired = [
+        {"kind": "StatefulSet", "spec": {"template": annotated("sts0hash")}},
+        {
+            "kind": "LeaderWorkerSet",
+            "spec": {
+                "leaderWorkerTemplate": {
+                    "leaderTemplate": annotated("lws0lead"),
+                    "workerTemplate": annotated("lws0work"),
+                }
+            },
+        },
+        {"kind": "Service", "spec": {"template": annotated("not0pod")}},
+        {"kind": "StatefulSet", "spec": {"template": {"metadata": {}}}},
+    ]
+    assert rendered_revisions(desired) == {"sts0hash", "lws0lead"}
+    assert rendered_revisions([]) == frozenset()

@@ -32,6 +32,7 @@ from nemotron_operator.observe.tracker import DeploymentTracker
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import SERVE_PORT
 from nemotron_operator.status.readiness import pod_ready
+from nemotron_operator.status.rollout import rendered_revisions
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.scraper import ScrapeTarget, scrape_pods
 
@@ -65,6 +66,7 @@ class _View:
 
     plan: Plan | None
     targets: list[ScrapeTarget]
+    current: frozenset[str] | None = None  # pod keys on the rendered revision; None: all
 
 
 @dataclass
@@ -98,6 +100,20 @@ def scrape_targets(pods: Sequence[Mapping[str, Any]], port: int = SERVE_PORT) ->
             )
         )
     return sorted(targets, key=lambda t: t.pod)
+
+
+def current_pods(
+    pods: Sequence[Mapping[str, Any]], desired: Sequence[Mapping[str, Any]]
+) -> frozenset[str] | None:
+    """Keys of the pods running the revision rendered now; None when nothing rendered says."""
+    revisions = rendered_revisions(desired)
+    if not revisions:
+        return None
+    return frozenset(
+        str(metadata.get("uid") or metadata.get("name"))
+        for metadata in (p.get("metadata") or {} for p in pods)
+        if (metadata.get("annotations") or {}).get(n.CONFIG_HASH) in revisions
+    )
 
 
 def _unsampled(state: _State) -> set[str]:
@@ -140,7 +156,9 @@ class Scraper:
         plan: Plan | None,
         pods: Sequence[Mapping[str, Any]],
         previous: NemotronDeploymentStatus | None,
+        desired: Sequence[Mapping[str, Any]] = (),
     ) -> ScrapedParts:
+        """``desired``: the objects rendered now; only pods of their revision meet the plan."""
         state = self._states.get(key)
         if state is None:
             state = self._states[key] = _State()
@@ -153,7 +171,7 @@ class Scraper:
         state.plan_key = plan_key
         live = {str((p.get("metadata") or {}).get("uid")) for p in pods}
         state.tracker.forget_pods(live)
-        state.view = _View(plan=plan, targets=scrape_targets(pods))
+        state.view = _View(plan, scrape_targets(pods), current_pods(pods, desired))
         state.tried_inline &= live
         await self._first_samples(key, state)
         return self._parts(state)
@@ -201,6 +219,7 @@ class Scraper:
             sorted(result.failures),
             sampled_at=format_time(datetime.now(UTC)),
             shortfall_threshold=self.config.plan_shortfall_threshold,
+            current=view.current,
         )
         product = view.plan.gpu_product if view.plan is not None else "unknown"
         if view.targets:

@@ -336,7 +336,8 @@ class Reconciler:
                 }
             )
         spec_replicas = int((raw.get("spec") or {}).get("replicas", 1) or 0)
-        scraped = await self.parts.scraper.seen(read.key, plan, pods, read.previous)
+        desired = read.planned.desired if read.planned is not None else []
+        scraped = await self.parts.scraper.seen(read.key, plan, pods, read.previous, desired)
         autoscale_problem = self.parts.autoscaler.seen(
             read.key,
             AutoscaleView(

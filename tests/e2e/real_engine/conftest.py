@@ -2,7 +2,7 @@
 (``--engine vllm``, docs/simulated-cluster.md "The real engine"), the real operator against it,
 tiny Nemotron-H checkpoints written onto the claims the deployments name.
 
-At most two engines run at once (each ~3.8 GB and both cores while it starts). The engine is
+At most three engines run at once (each ~3.8 GB and both cores while it starts). The engine is
 installed by ``hack/build-vllm-cpu.sh`` (hack/test.sh runs it first)."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from tests.integration.operator_process import OperatorProcess, install_crds
 from tests.kube import KubeHandle, start_cluster
 
 ROOT = Path(__file__).resolve().parents[3]
-# Two GPU nodes of a small product (45 GB): with gpuMemoryUtilization ~0.04 the plan leaves a
-# pool of a few hundred MiB, which the engine then allocates in this machine's memory.
-NODES = "NVIDIA-L40S:1x2"
+# Three GPU nodes of a small product (45 GB): with gpuMemoryUtilization ~0.04 the plan leaves a
+# pool of a few hundred MiB, which the engine then allocates in this machine's memory. Three:
+# the served deployment, the mis-planned one starting beside it, the refused one after it.
+NODES = "NVIDIA-L40S:1x3"
 
 
 def engine_python() -> Path:

@@ -11,6 +11,9 @@ source files inside the wheel are parsed with ``ast``:
   ``FrontendArgs`` (their ``add_cli_args`` turns each field into a flag);
 - environment variables: the keys of ``envs.py``'s ``environment_variables``;
 - speculative-config keys: the fields of ``config/speculative.py``'s ``SpeculativeConfig``;
+- the choices of the flags whose value is a ``Literal`` (``CHOICE_LITERALS``: the flag, the
+  ``Literal`` alias its field is typed with, found in whichever module defines it, nested aliases
+  expanded), less a value ``add_cli_args`` removes (``--all2all-backend``'s passthrough);
 - the memory-model facts of catalog.vllm_releases: ``CacheConfig.DEFAULT_BLOCK_SIZE``, the
   ``MambaCacheMode`` literal, whether ``v1/worker/extensible_kv_cache.py`` exists and its margin
   constants.
@@ -24,6 +27,7 @@ import argparse
 import ast
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -38,6 +42,18 @@ RELEASES = {
     "0.34.0": "79ca4b3cd74aec08c4bf476bdf0cb15735b605ae5368526a2faae1e30f044ca2",
 }
 CACHE = ROOT / ".cache" / "vllm-wheels"
+# Flag -> the Literal alias of its config field (vllm get_kwargs turns a Literal into choices).
+CHOICE_LITERALS = {
+    "--all2all-backend": "All2AllBackend",
+    "--chat-template-content-format": "ChatTemplateContentFormatOption",
+    "--collect-detailed-traces": "DetailedTraceModules",  # a list of them (nargs="+")
+    "--kv-cache-dtype": "CacheDType",
+    "--mm-encoder-tp-mode": "MMEncoderTPMode",
+    "--moe-backend": "MoEBackend",
+    "--spec-method": "SpeculativeMethod",
+}
+# ``parallel_kwargs["all2all_backend"]["choices"].remove(NAME)`` in add_cli_args.
+_REMOVED_CHOICE = re.compile(r'\["(\w+)"\]\["choices"\]\.remove\(\s*(\w+)\s*\)')
 DATA = ROOT / "operator" / "nemotron_operator" / "catalog" / "vllm_release_data"
 
 
@@ -164,6 +180,40 @@ def literal_strings(expr: ast.expr) -> list[str]:
     raise SystemExit(f"not a Literal: {ast.unparse(expr)}")
 
 
+def defined_anywhere(w: Wheel, name: str) -> ast.expr:
+    """The value of the module-level ``name`` in whichever vllm/ module assigns it."""
+    assigned = re.compile(rf"^{name}\s*(:[^=\n]*)?=", re.M)
+    for path in sorted(w.names):
+        if path.startswith("vllm/") and path.endswith(".py") and assigned.search(w.source(path)):
+            return module_value(w.tree(path), name)
+    raise SystemExit(f"{name} is not assigned in any vllm/ module")
+
+
+def literal_values(w: Wheel, expr: ast.expr) -> list[str]:
+    """A ``Literal`` alias's strings, nested aliases (``Literal["a", Other]``) expanded."""
+    if isinstance(expr, ast.Name):
+        return literal_values(w, defined_anywhere(w, expr.id))
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return [expr.value]
+    if isinstance(expr, ast.Subscript) and ast.unparse(expr.value) in ("Literal", "typing.Literal"):
+        inner = expr.slice
+        items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+        return [value for item in items for value in literal_values(w, item)]
+    raise SystemExit(f"not a Literal of strings: {ast.unparse(expr)}")
+
+
+def flag_choices(w: Wheel) -> dict[str, list[str]]:
+    removed: dict[str, list[str]] = {}
+    for field, constant in _REMOVED_CHOICE.findall(w.source("vllm/engine/arg_utils.py")):
+        value = ast.literal_eval(defined_anywhere(w, constant))
+        removed.setdefault("--" + field.replace("_", "-"), []).append(value)
+    choices = {}
+    for flag, alias in CHOICE_LITERALS.items():
+        values = set(literal_values(w, defined_anywhere(w, alias)))
+        choices[flag] = sorted(values - set(removed.get(flag, [])))
+    return choices
+
+
 def margin_constants(w: Wheel) -> dict[str, object] | None:
     name = "vllm/v1/worker/extensible_kv_cache.py"
     if name not in w.names:
@@ -205,6 +255,7 @@ def release_data(release: str) -> dict[str, object]:
         "mambaCacheModes": literal_strings(module_value(cache, "MambaCacheMode")),
         "extensibleKvCache": margin_constants(w),
         "flags": {name: flags[name] for name in sorted(flags)},
+        "flagChoices": flag_choices(w),
         "environmentVariables": env_names,
         "speculativeConfigKeys": sorted(
             class_fields(w.tree("vllm/config/speculative.py"), "SpeculativeConfig")

@@ -34,10 +34,13 @@ class Kind(StrEnum):
     STR = "str"
     INT = "int"
     FLOAT = "float"
-    HUMAN_INT = "human-int"  # an int with an optional k/M/G suffix, or "auto"/-1
-    CHOICE = "choice"
+    HUMAN_INT = "human-int"  # an int, or k/m/g/t (×1000) or K/M/G/T (×1024) (human_readable_int)
+    HUMAN_INT_OR_AUTO = "human-int-or-auto"  # the same, or "auto"/-1 (human_readable_int_or_auto)
+    CHOICE = "choice"  # one of ``choices``; empty: the release's generated ``flagChoices``
     JSON = "json"  # a JSON value; dotted sub-keys allowed
-    LIST = "list"  # one or more values (nargs="+")
+    JSON_OR_STR = "json-or-str"  # "{...}" must be a JSON object, anything else is a string
+    LIST = "list"  # one or more values (nargs="+"), each a choice if the release has them
+    APPEND = "append"  # one value per occurrence, repeatable (action="append")
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,9 @@ def _f(
 
 _K = Kind
 _MAMBA_DTYPES = ("auto", "float32", "float16", "bfloat16")  # [F] §2.2
-# [E] ``vllm/config/cache.py`` ``CacheDType``: the union of its values across recent releases, so
-# the check refuses typos and never a value the pinned version may accept.
-_KV_CACHE_DTYPES = (
-    "auto", "float16", "bfloat16", "int8", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-    "nvfp4", "int8_per_token_head", "fp8_per_token_head", "int4_per_token_head",
-    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_3bit_nc",
-)  # fmt: skip
+# A CHOICE flag with no choices here takes its release's values, generated from the wheel's
+# Literal types (``vllm_release_data``'s ``flagChoices``; ``--mamba-cache-mode`` from its
+# ``mambaCacheModes``): they differ between 0.31 and 0.34 (--kv-cache-dtype gains octave_*).
 
 _TABLE: tuple[VllmFlag, ...] = (
     # Model and loading
@@ -79,14 +78,14 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--trust-remote-code", _K.BOOL, src="F"),
     _f("--dtype", _K.CHOICE, choices=("auto", "half", "float16", "bfloat16", "float", "float32")),
     _f("--seed", _K.INT),
-    _f("--max-model-len", _K.HUMAN_INT, src="F"),
+    _f("--max-model-len", _K.HUMAN_INT_OR_AUTO, src="F"),
     _f("--quantization", _K.STR, "-q"),
     _f("--load-format", _K.STR),
     # [E] ``LoadConfig.model_loader_extra_config`` (vllm/config/load.py): a JSON object; the
     # Run:ai streamer loader reads "concurrency", "memory_limit" and "distributed" from it.
-    _f("--model-loader-extra-config", _K.JSON),
+    _f("--model-loader-extra-config", _K.JSON_OR_STR),
     _f("--download-dir", _K.STR),
-    _f("--hf-overrides", _K.JSON),
+    _f("--hf-overrides", _K.JSON_OR_STR),  # vLLM's union_dict_and_str, as the one above
     _f("--hf-token", _K.STR),
     _f("--allowed-local-media-path", _K.STR),
     _f("--allowed-media-domains", _K.LIST),
@@ -112,23 +111,19 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--enable-expert-parallel", _K.BOOL, "-ep", src="F"),
     _f("--enable-eplb", _K.BOOL),
     _f("--eplb-config", _K.JSON),
-    _f("--all2all-backend", _K.STR),
+    _f("--all2all-backend", _K.CHOICE),
     _f("--nnodes", _K.INT, "-n", src="F"),
     _f("--node-rank", _K.INT, "-r", src="F"),
     _f("--master-addr", _K.STR, src="F"),
     _f("--master-port", _K.INT, src="F"),
     _f("--headless", _K.SWITCH, src="F"),
-    _f(
-        "--distributed-executor-backend",
-        _K.CHOICE,
-        choices=("mp", "ray", "uni", "external_launcher"),
-        src="F",
-    ),
+    # Any string: mp, ray, uni, external_launcher or a class path (a str-or-Literal field).
+    _f("--distributed-executor-backend", _K.STR, src="F"),
     _f("--disable-custom-all-reduce", _K.BOOL),
     # Memory and cache [F] §2, §4
     _f("--gpu-memory-utilization", _K.FLOAT, src="F"),
     _f("--kv-cache-memory-bytes", _K.HUMAN_INT, src="F"),
-    _f("--kv-cache-dtype", _K.CHOICE, choices=_KV_CACHE_DTYPES, src="F"),
+    _f("--kv-cache-dtype", _K.CHOICE, src="F"),
     _f("--block-size", _K.INT, src="F"),
     _f("--enable-prefix-caching", _K.BOOL, src="F"),
     _f("--cpu-offload-gb", _K.FLOAT),
@@ -136,7 +131,7 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--mamba-cache-dtype", _K.CHOICE, choices=_MAMBA_DTYPES, src="F"),
     _f("--mamba-ssm-cache-dtype", _K.CHOICE, choices=_MAMBA_DTYPES, src="F"),
     _f("--mamba-block-size", _K.INT, src="F"),
-    _f("--mamba-cache-mode", _K.CHOICE, choices=("all", "align", "none"), src="F"),
+    _f("--mamba-cache-mode", _K.CHOICE, src="F"),
     _f("--mamba-backend", _K.STR, src="F"),
     _f("--enable-mamba-cache-stochastic-rounding", _K.BOOL, src="F"),
     _f("--mamba-cache-philox-rounds", _K.INT, src="F"),
@@ -150,21 +145,21 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--stream-interval", _K.INT),
     # Speculative decoding [F]
     _f("--speculative-config", _K.JSON, "-sc", src="F"),
-    _f("--spec-method", _K.STR, src="F"),
+    _f("--spec-method", _K.CHOICE, src="F"),
     _f("--spec-tokens", _K.INT, src="F"),
     # Compilation and kernels
     # -cc, as generated from each release (vllm_release_data); -O is --optimization-level there.
     _f("--compilation-config", _K.JSON, "-cc"),
     _f("--max-cudagraph-capture-size", _K.INT, src="F"),
     _f("--cudagraph-capture-sizes", _K.LIST),
-    _f("--moe-backend", _K.STR, src="F"),
+    _f("--moe-backend", _K.CHOICE, src="F"),
     _f("--attention-backend", _K.STR),
     # Multimodal [F]
     _f("--limit-mm-per-prompt", _K.JSON, src="F"),
     _f("--media-io-kwargs", _K.JSON, src="F"),
     _f("--mm-processor-kwargs", _K.JSON),
     _f("--mm-processor-cache-gb", _K.FLOAT),
-    _f("--mm-encoder-tp-mode", _K.STR),
+    _f("--mm-encoder-tp-mode", _K.CHOICE),
     _f("--skip-mm-profiling", _K.BOOL),
     _f("--video-pruning-rate", _K.FLOAT, src="F"),
     # Reasoning, tools, chat [F]
@@ -179,7 +174,7 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--exclude-tools-when-tool-choice-none", _K.BOOL),
     _f("--tool-server", _K.STR),
     _f("--chat-template", _K.STR),
-    _f("--chat-template-content-format", _K.STR),
+    _f("--chat-template-content-format", _K.CHOICE),
     _f("--trust-request-chat-template", _K.BOOL),
     _f("--default-chat-template-kwargs", _K.JSON),
     _f("--response-role", _K.STR),
@@ -194,7 +189,7 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--lora-dtype", _K.CHOICE, choices=("auto", "float16", "bfloat16")),
     _f("--lora-modules", _K.LIST),
     # Observability
-    _f("--disable-log-stats", _K.BOOL),
+    _f("--disable-log-stats", _K.SWITCH),
     _f("--enable-log-requests", _K.BOOL),
     _f("--enable-log-outputs", _K.BOOL),
     _f("--max-log-len", _K.INT),
@@ -227,7 +222,7 @@ _TABLE: tuple[VllmFlag, ...] = (
     _f("--ssl-certfile", _K.STR),
     _f("--ssl-ca-certs", _K.STR),
     _f("--root-path", _K.STR),
-    _f("--middleware", _K.LIST),
+    _f("--middleware", _K.APPEND),
     _f("--enable-request-id-headers", _K.BOOL),
     _f("--disable-fastapi-docs", _K.BOOL),
     _f("--enable-prompt-tokens-details", _K.BOOL),

@@ -22,7 +22,7 @@ from nemotron_operator.catalog.vllm_flag_table import (
     Kind,
     VllmFlag,
 )
-from nemotron_operator.catalog.vllm_release_flags import ReleaseSurface
+from nemotron_operator.catalog.vllm_release_flags import ReleaseSurface, newest_surface
 
 __all__ = [
     "DENIED",
@@ -35,6 +35,7 @@ __all__ = [
     "Kind",
     "VllmFlag",
     "canonical",
+    "choices",
     "lookup",
     "parse_args",
     "parse_serve_command",
@@ -61,7 +62,9 @@ class FlagUse:
     sub_key: str | None = None  # "method" in --speculative-config.method
 
 
-_HUMAN_INT = re.compile(r"^(auto|-1|[0-9]+(\.[0-9]+)?[kKmMgG]?)$")
+# vLLM's human_readable_int: int(value), or a decimal suffix k/m/g/t (decimals allowed) or a
+# binary one K/M/G/T (whole numbers only); ..._or_auto also takes "auto" in any case and -1.
+_HUMAN_INT = re.compile(r"\s*([-+]?[0-9]+|[0-9]+(\.[0-9]+)?[kmgt]|[0-9]+[KMGT])\s*")
 
 
 def _normalise(option: str) -> str:
@@ -73,12 +76,18 @@ def _normalise(option: str) -> str:
     return option
 
 
-def lookup(option: str) -> tuple[VllmFlag, bool, str | None] | None:
+def lookup(
+    option: str, release: ReleaseSurface | None = None
+) -> tuple[VllmFlag, bool, str | None] | None:
     """Resolve one spelling (``--tp``, ``--max_model_len``, ``--no-enable-prefix-caching``,
-    ``--speculative-config.method``) to (flag, negated, JSON sub-key), or None if unknown."""
+    ``--speculative-config.method``, a release's alias such as ``-dpa``) to (flag, negated, JSON
+    sub-key), or None if unknown. Aliases are ``release``'s (default: the newest profile's)."""
     spelled = _normalise(option.split("=", 1)[0])
     if spelled in BY_SPELLING:
         return BY_SPELLING[spelled], False, None
+    alias_of = (release or newest_surface()).aliases.get(spelled)
+    if alias_of is not None and alias_of in FLAGS:
+        return FLAGS[alias_of], False, None
     if spelled.startswith("--no-"):
         flag = FLAGS.get("--" + spelled[5:])
         if flag is not None and flag.kind is Kind.BOOL:
@@ -86,7 +95,7 @@ def lookup(option: str) -> tuple[VllmFlag, bool, str | None] | None:
     head, dot, sub_key = spelled.partition(".")
     if dot and sub_key:
         flag = BY_SPELLING.get(head)
-        if flag is not None and flag.kind is Kind.JSON:
+        if flag is not None and flag.kind in (Kind.JSON, Kind.JSON_OR_STR):
             return flag, False, sub_key
     return None
 
@@ -109,25 +118,42 @@ def _looks_numeric(token: str) -> bool:
     return True
 
 
-def _check_value(flag: VllmFlag, value: str, index: int, sub_key: str | None) -> None:
+def choices(flag: VllmFlag, release: ReleaseSurface | None) -> tuple[str, ...]:
+    """A CHOICE flag's values: the table's, else the release's generated ones."""
+    return flag.choices or (release or newest_surface()).choices.get(flag.name, ())
+
+
+def _check_value(
+    flag: VllmFlag, value: str, index: int, sub_key: str | None, release: ReleaseSurface | None
+) -> None:
     if sub_key is not None:
         return  # a dotted JSON sub-key takes any scalar
     problem = None
+    accepted = choices(flag, release)
     if flag.kind is Kind.INT and not re.fullmatch(r"-?[0-9]+", value):
         problem = "an integer"
     elif flag.kind is Kind.FLOAT and not _looks_numeric(value):
         problem = "a number"
-    elif flag.kind is Kind.HUMAN_INT and not _HUMAN_INT.match(value):
-        problem = "an integer (k/M/G suffixes allowed) or auto"
-    elif flag.kind is Kind.CHOICE and value not in flag.choices:
-        problem = "one of " + ", ".join(flag.choices)
-    elif flag.kind is Kind.JSON:
+    elif flag.kind is Kind.HUMAN_INT and not _HUMAN_INT.fullmatch(value):
+        problem = "an integer (suffixes k/m/g/t ×1000, K/M/G/T ×1024; no auto)"
+    elif (
+        flag.kind is Kind.HUMAN_INT_OR_AUTO
+        and value.lower() != "auto"
+        and not _HUMAN_INT.fullmatch(value)
+    ):
+        problem = "an integer (suffixes k/m/g/t ×1000, K/M/G/T ×1024), auto or -1"
+    elif flag.kind in (Kind.CHOICE, Kind.LIST) and accepted and value not in accepted:
+        problem = "one of " + ", ".join(accepted)
+    elif flag.kind is Kind.JSON or (
+        flag.kind is Kind.JSON_OR_STR and re.fullmatch(r"(?s)\s*\{.*\}\s*", value)
+    ):
         try:
             json.loads(value)
         except ValueError:
             problem = "valid JSON"
     if problem is not None:
-        raise FlagError(index, f"{flag.name} takes {problem}, got {value!r}")
+        who = f"vLLM {(release or newest_surface()).release}'s {flag.name}"
+        raise FlagError(index, f"{who} takes {problem}, got {value!r}")
 
 
 def parse_args(
@@ -159,7 +185,23 @@ def check_release(uses: Sequence[FlagUse], release: ReleaseSurface) -> None:
             )
 
 
+def _abbreviated(name: str, release: ReleaseSurface | None) -> str | None:
+    """The one flag ``name`` abbreviates (argparse accepts a unique prefix of a long option)."""
+    surface = release or newest_surface()
+    if not name.startswith("--") or len(name) < 3 or surface.has_flag(name):
+        return None
+    spellings = {s for s in (*surface.flags, *surface.aliases) if s.startswith("--")}
+    candidates = {surface.aliases.get(s, s) for s in spellings if s.startswith(name)}
+    return candidates.pop() if len(candidates) == 1 else None
+
+
 def _unknown(name: str, release: ReleaseSurface | None) -> str:
+    full = _abbreviated(name, release)
+    if full is not None:
+        return (
+            f"{name} is an abbreviation vLLM would read as {full}; spell the full flag (the "
+            "operator checks every flag by its full name)"
+        )
     if release is None:
         return REMOVED.get(name, f"vLLM {VLLM_VERSION} has no flag {name}")
     if release.has_flag(name):
@@ -171,14 +213,21 @@ def _unknown(name: str, release: ReleaseSurface | None) -> str:
     return REMOVED.get(name, f"vLLM {release.release} has no flag {name}")
 
 
+def _stray_value(index: int, token: str, uses: Sequence[FlagUse]) -> FlagError:
+    if uses and uses[-1].flag.kind is Kind.APPEND:
+        name = uses[-1].flag.name
+        return FlagError(index, f"{name} takes one value per occurrence: repeat {name}")
+    return FlagError(index, f"unexpected value {token!r}: every argument must start with --")
+
+
 def _parse(args: Sequence[str], release: ReleaseSurface | None = None) -> list[FlagUse]:
     uses: list[FlagUse] = []
     i = 0
     while i < len(args):
         token = args[i]
         if not _is_option(token):
-            raise FlagError(i, f"unexpected value {token!r}: every argument must start with --")
-        found = lookup(token)
+            raise _stray_value(i, token, uses)
+        found = lookup(token, release)
         if found is None:
             name = _normalise(token.split("=", 1)[0])
             raise FlagError(i, _unknown(name, release))
@@ -197,6 +246,8 @@ def _parse(args: Sequence[str], release: ReleaseSurface | None = None) -> list[F
                 values.append(args[i])
             if not values:
                 raise FlagError(start, f"{flag.name} needs at least one value")
+            for value_index, item in enumerate(values, start + 1):
+                _check_value(flag, item, value_index, None, release)
             value = tuple(values)
         else:
             if inline is None:
@@ -204,7 +255,7 @@ def _parse(args: Sequence[str], release: ReleaseSurface | None = None) -> list[F
                     raise FlagError(i, f"{flag.name} needs a value")
                 i += 1
                 inline = args[i]
-            _check_value(flag, inline, start, sub_key)
+            _check_value(flag, inline, start, sub_key, release)
             value = inline
         uses.append(FlagUse(flag, token.split("=", 1)[0], value, negated, start, sub_key))
         i += 1

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from nemotron_operator.catalog.vllm_releases import PROFILES, EngineProfile
+from nemotron_operator.catalog.vllm_releases import NEWEST, PROFILES, EngineProfile
 
 DATA_PACKAGE = "nemotron_operator.catalog.vllm_release_data"
 
@@ -26,6 +26,7 @@ class ReleaseSurface:
     release: str
     flags: frozenset[str]  # canonical long names
     aliases: dict[str, str]  # every other spelling → its canonical name
+    choices: dict[str, tuple[str, ...]]  # a Literal-typed flag → the values its parser takes
     environment_variables: frozenset[str]
     speculative_config_keys: frozenset[str]
     default_block_size: int
@@ -53,6 +54,10 @@ def surface(profile: EngineProfile) -> ReleaseSurface:
         release=data["release"],
         flags=frozenset(flags),
         aliases={alias: name for name, aliases in flags.items() for alias in aliases},
+        choices={
+            **{name: tuple(values) for name, values in data["flagChoices"].items()},
+            "--mamba-cache-mode": tuple(data["mambaCacheModes"]),
+        },
         environment_variables=frozenset(data["environmentVariables"]),
         speculative_config_keys=frozenset(data["speculativeConfigKeys"]),
         default_block_size=int(data["defaultBlockSize"]),
@@ -65,3 +70,8 @@ def surface(profile: EngineProfile) -> ReleaseSurface:
 
 def all_surfaces() -> tuple[ReleaseSurface, ...]:
     return tuple(surface(p) for p in PROFILES)
+
+
+def newest_surface() -> ReleaseSurface:
+    """The surface the flag table is read against when no deployment names a release."""
+    return surface(NEWEST)

@@ -111,7 +111,7 @@ def _extra_args(args: list[str], release: ReleaseSurface | None) -> list[FieldEr
         elif name in vllm_flags.OWNED_BY_FIELD:
             owner = vllm_flags.OWNED_BY_FIELD[name]
             errors.append(FieldError(path, f"{name} duplicates {owner}: set that field instead"))
-        elif name in seen:
+        elif name in seen and use.flag.kind is not vllm_flags.Kind.APPEND:
             errors.append(
                 FieldError(path, f"{name} is already given at {field}[{seen[name]}]: keep one")
             )

@@ -14,8 +14,10 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from nemotron_operator.catalog import vllm_flags
 from nemotron_operator.catalog.vllm_flags import FLAGS as FLAGS_TABLE
-from nemotron_operator.catalog.vllm_flags import REMOVED
+from nemotron_operator.catalog.vllm_flags import REMOVED, Kind
+from nemotron_operator.catalog.vllm_release_flags import ReleaseSurface, all_surfaces
 from nemotron_operator.observe.samples import USED_SERIES
 from tests.integration.vllm_stub.conftest import StartStub
 
@@ -158,3 +160,106 @@ def test_every_flag_the_operators_table_knows_is_one_the_real_engine_accepts(
     known = {name for flag in FLAGS_TABLE.values() for name in (flag.name, *flag.aliases)}
     assert sorted(n for n in known if n.startswith("--") and n not in real) == []
     assert sorted(n for n in REMOVED if n in real) == []
+
+
+# How the recorded parser's action reads a value (its type, or what _optional_type wraps).
+_KIND_OF_TYPE = {
+    None: Kind.STR, "str": Kind.STR, "int": Kind.INT, "float": Kind.FLOAT,
+    "human_readable_int": Kind.HUMAN_INT, "human_readable_int_or_auto": Kind.HUMAN_INT_OR_AUTO,
+    "loads": Kind.JSON, "parse_dataclass": Kind.JSON, "_parse_type": Kind.JSON,
+    "union_dict_and_str": Kind.JSON_OR_STR,
+}  # fmt: skip
+# Where the operator's table still reads a flag otherwise than vLLM 0.32.0's parser, and why that
+# is kept (docs/compatibility.md). Anything else that differs fails the test.
+ALLOWED_TABLE_DIFFERENCES = {
+    # The parser's choices are the nine LoRA ranks; catalog/vllm_lora.py checks the same ranks on
+    # spec.engine.lora.maxLoraRank, which owns the flag (refused in extraArgs).
+    "--max-lora-rank": "int, not choice "
+    + str(sorted(str(rank) for rank in (1, 8, 16, 32, 64, 128, 256, 320, 512))),
+    # An optional value (--hf-token alone reads the token from the Hugging Face login); the flag
+    # is denied in extraArgs (a secret in the spec), so only its spelling with a value is known.
+    "--hf-token": "str, not str with an optional value",
+}
+ALLOWED_CASE_DIFFERENCES = {
+    # Refused on purpose: the operator must know every flag, so an abbreviation is refused asking
+    # for the full spelling (argparse's allow_abbrev would read it as --max-model-len).
+    ("--max-model", "4"): "refused, vLLM accepts",
+    ("--hf-token",): "refused, vLLM accepts",  # denied anyway (see above)
+    # _optional_type reads "None" as unset; the flag is owned by spec.engine.lora.maxCpuLoras.
+    ("--max-cpu-loras", "None"): "refused, vLLM accepts",
+    # Owned by typed fields, refused in extraArgs whatever the value; the fields check the rank
+    # (catalog/vllm_lora.py) and the adapters (spec.adapters) themselves.
+    ("--max-lora-rank", "24"): "accepted, vLLM refuses",
+    ("--lora-modules", "no-path"): "accepted, vLLM refuses",
+}
+
+
+def _recorded(contract: Path) -> dict[str, Any]:
+    parser: dict[str, Any] = json.loads((contract / "serve-parser.json").read_text())
+    return parser
+
+
+def _release(contract: Path) -> ReleaseSurface:
+    release = _recorded(contract)["release"]
+    return next(s for s in all_surfaces() if s.release == release)
+
+
+def _reads(action: dict[str, Any]) -> str:
+    """How a recorded action takes its value, in the table's terms."""
+    kind: Kind
+    if action["action"] == "_StoreTrueAction":
+        kind = Kind.SWITCH
+    elif action["action"] == "BooleanOptionalAction":
+        kind = Kind.BOOL
+    elif action["action"] == "_AppendAction":
+        kind = Kind.APPEND
+    elif action["nargs"] == "+":
+        kind = Kind.LIST
+    elif action["choices"] is not None:
+        kind = Kind.CHOICE
+    else:
+        wrapped = action["type"] == "_optional_type" and action["wraps"]
+        kind = _KIND_OF_TYPE[action["wraps"][0] if wrapped else action["type"]]
+    choices = sorted(str(c) for c in action["choices"] or () if c is not None)
+    optional = " with an optional value" if action["nargs"] == "?" else ""
+    return f"{kind.value}{optional}" + (f" {choices}" if choices else "")
+
+
+def test_the_operators_table_reads_every_flag_as_the_recorded_parser(contract: Path) -> None:
+    """Each flag of the operator's table, read against the recorded release: the same kind of
+    value, the same choices (generated per release from the wheels) and every spelling of the
+    real parser (aliases, --no- forms) resolving to it."""
+    release = _release(contract)
+    actions = {o: a for a in _recorded(contract)["actions"] for o in a["options"]}
+    differences = {}
+    for flag in FLAGS_TABLE.values():
+        action = actions[flag.name]
+        ours = flag.kind.value + (
+            f" {sorted(vllm_flags.choices(flag, release))}"
+            if flag.kind in (Kind.CHOICE, Kind.LIST) and vllm_flags.choices(flag, release)
+            else ""
+        )
+        if ours != _reads(action):
+            differences[flag.name] = f"{ours}, not {_reads(action)}"
+        for spelled in action["options"]:
+            found = vllm_flags.lookup(spelled, release)
+            if found is None or found[0] is not flag:
+                differences[spelled] = f"unknown, not a spelling of {flag.name}"
+    assert differences == ALLOWED_TABLE_DIFFERENCES
+
+
+def test_the_operators_parser_answers_the_recorded_cases_as_vllm_did(contract: Path) -> None:
+    """The argument lists the real parser was given (hack/record-vllm-contract.py PARSER_CASES):
+    the operator accepts what vLLM accepted and refuses what it refused."""
+    release = _release(contract)
+    differences = {}
+    for case in _recorded(contract)["cases"]:
+        try:
+            vllm_flags.parse_args(case["args"], release=release)
+            refused = False
+        except vllm_flags.FlagError:
+            refused = True
+        if refused != (case["error"] is not None):
+            verdict = "refused, vLLM accepts" if refused else "accepted, vLLM refuses"
+            differences[tuple(case["args"])] = verdict
+    assert differences == ALLOWED_CASE_DIFFERENCES

@@ -16,6 +16,7 @@ from nemotron_operator.catalog.vllm_flags import (
     parse_args,
     parse_serve_command,
 )
+from nemotron_operator.catalog.vllm_release_flags import all_surfaces
 
 
 @pytest.mark.parametrize(
@@ -117,7 +118,13 @@ def test_dotted_json_key() -> None:
         (["--gpu-memory-utilization", "high"], 0, "takes a number"),
         (["--mamba-ssm-cache-dtype", "fp8"], 0, "one of auto, float32, float16, bfloat16"),
         (["--limit-mm-per-prompt", "{image:8}"], 0, "takes valid JSON"),
-        (["--max-model-len", "lots"], 0, "k/M/G suffixes"),
+        (["--max-model-len", "lots"], 0, "suffixes k/m/g/t ×1000, K/M/G/T ×1024"),
+        (["--max-num-batched-tokens", "auto"], 0, "no auto"),
+        (["--kv-cache-memory-bytes", "1.5G"], 0, "got '1.5G'"),  # no decimals with G
+        (["--no-disable-log-stats"], 0, "has no flag --no-disable-log-stats"),  # store_true
+        (["--disable-log-stats=1"], 0, "takes no value"),
+        (["--middleware", "a", "b"], 2, "one value per occurrence: repeat --middleware"),
+        (["--max-model", "4"], 0, "abbreviation vLLM would read as --max-model-len; spell the"),
         (["--enforce-eager=true"], 0, "takes no value"),
         (["--max-num-seqs"], 0, "needs a value"),
         (["--served-model-name", "--enforce-eager"], 0, "needs at least one value"),
@@ -147,7 +154,13 @@ def test_serve_command_indices_are_positions_in_argv() -> None:
 def test_kinds_are_consistent() -> None:
     for flag in FLAGS.values():
         assert flag.name.startswith("--")
-        assert (flag.kind is Kind.CHOICE) == bool(flag.choices), flag.name
+        generated = [s.choices.get(flag.name) for s in all_surfaces()]
+        if flag.kind is Kind.CHOICE:  # its own choices or the release's, in every release
+            assert bool(flag.choices) or all(generated), flag.name
+        else:
+            assert not flag.choices, flag.name
+        if flag.kind not in (Kind.CHOICE, Kind.LIST):
+            assert not any(generated), flag.name
         assert flag.source in ("E", "F"), flag.name
     assert vllm_flags.VLLM_VERSION == "v0.34.0"
 

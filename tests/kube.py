@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import MERGE
 from nemotron_sim.background import Background
 from nemotron_sim.controlplane.flags import Settings
-from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubecluster import KubeCluster
 from nemotron_sim.kubelet.settings import KubeletSettings
@@ -199,7 +200,7 @@ class KubeHandle:
     ) -> Any:
         """One request to kube-apiserver as the admin (direct, not through the proxy); a PATCH
         is a JSON merge patch."""
-        content_type = MERGE_PATCH if method == "PATCH" else "application/json"
+        content_type = MERGE if method == "PATCH" else "application/json"
 
         async def send(cluster: KubeCluster) -> Any:
             assert cluster.api is not None
@@ -208,9 +209,9 @@ class KubeHandle:
                     return await cluster.api.request(
                         method, path, body=body, params=params, content_type=content_type
                     )
-                except ApiStatusError as error:
+                except ApiError as error:
                     # A CRD's type a moment after it is established, an API server restarting
-                    if error.code not in (429, 500, 503) or attempt == 19:
+                    if error.status not in (429, 500, 503) or attempt == 19:
                         raise
                 await asyncio.sleep(0.25)
             return None
@@ -219,9 +220,9 @@ class KubeHandle:
 
     def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
         try:
-            found: dict[str, Any] = self.request("GET", KubeApi.path(key, namespace, name))
-        except ApiStatusError as error:
-            if error.code == 404:
+            found: dict[str, Any] = self.request("GET", key.path(namespace, name))
+        except ApiError as error:
+            if error.status == 404:
                 return None
             raise
         return found
@@ -231,9 +232,9 @@ class KubeHandle:
     ) -> list[dict[str, Any]]:
         params = {"labelSelector": label_selector} if label_selector else None
         try:
-            found = self.request("GET", KubeApi.path(key, namespace), params=params)
-        except ApiStatusError as error:
-            if error.code == 404:  # the kind is not served (a CRD that is not installed)
+            found = self.request("GET", key.path(namespace), params=params)
+        except ApiError as error:
+            if error.status == 404:  # the kind is not served (a CRD that is not installed)
                 return []
             raise
         items: list[dict[str, Any]] = found.get("items") or []
@@ -275,8 +276,8 @@ class KubeHandle:
             yield name
         finally:
             self._empty({name})
-            with contextlib.suppress(ApiStatusError):
-                self.request("DELETE", KubeApi.path(NAMESPACES, None, name))
+            with contextlib.suppress(ApiError):
+                self.request("DELETE", NAMESPACES.path(None, name))
 
     def _snapshot(self) -> dict[ResourceKey, set[tuple[str, str]]]:
         snapshot = {key: _names(self.list(key)) for key in CLUSTER_KINDS}
@@ -325,12 +326,10 @@ class KubeHandle:
             self.run(lambda cluster: cluster.install_crds())
 
     def _delete(self, key: ResourceKey, namespace: str | None, name: str) -> None:
-        with contextlib.suppress(ApiStatusError):
+        with contextlib.suppress(ApiError):
             if key == NEMOTRON_DEPLOYMENTS:  # the operator that would remove it is gone
-                self.request(
-                    "PATCH", KubeApi.path(key, namespace, name), {"metadata": {"finalizers": None}}
-                )
-            self.request("DELETE", KubeApi.path(key, namespace, name))
+                self.request("PATCH", key.path(namespace, name), {"metadata": {"finalizers": None}})
+            self.request("DELETE", key.path(namespace, name))
 
     def _empty(self, names: set[str]) -> None:
         """Delete everything in these namespaces, pods at once (grace 0), as the namespace
@@ -354,8 +353,8 @@ class KubeHandle:
                     if key.plural in KEPT_IN_NAMESPACES:
                         kept = KEPT_IN_NAMESPACES[key.plural]
                         params["fieldSelector"] = f"metadata.name!={kept}"
-                    with contextlib.suppress(ApiStatusError):
-                        self.request("DELETE", KubeApi.path(key, name), params=params)
+                    with contextlib.suppress(ApiError):
+                        self.request("DELETE", key.path(name), params=params)
 
         def left() -> list[str]:
             return [
@@ -390,8 +389,8 @@ class KubeHandle:
             path = f"/apis/{group}/{version}" if group else "/api/v1"
             try:
                 served = self.request("GET", path)["resources"]
-            except ApiStatusError as error:
-                if error.code != 404:
+            except ApiError as error:
+                if error.status != 404:
                     raise
                 continue  # a CRD a test just deleted: listed in /apis a moment longer
             found.extend(

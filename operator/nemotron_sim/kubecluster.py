@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.addons import COMPONENTS as ADDON_COMPONENTS
 from nemotron_sim.addons import crds as addon_crds
 from nemotron_sim.addons import install as install_addons
@@ -55,7 +56,6 @@ from nemotron_sim.controlplane.network import (
 )
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.karpenter.running import Karpenter, KarpenterOptions
-from nemotron_sim.kubeapi.client import KubeApi
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
@@ -173,7 +173,7 @@ class KubeCluster:
         self.real_node_count = 0 if self.real_node_note else real_nodes
         self.real: RealNodes | None = None
         self.proxy: FaultProxy | None = None
-        self.api: KubeApi | None = None
+        self.api: Transport | None = None
         self.mirror: Mirror | None = None
         self.nodes: NodeAgent | None = None
         self.kubelet: Kubelet | None = None
@@ -211,7 +211,9 @@ class KubeCluster:
         plane = self.control_plane
 
         async def before_controllers() -> None:
-            self.api = KubeApi(plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes")
+            self.api = Transport(
+                plane.api_url, plane.ssl_context(), user_agent="nemotron-sim/nodes", connections=64
+            )
             await install_crds(self.api, [crd_dir(), *self.extra_crds])
             await create_storage_class(self.api)
             if self.karpenter is not None:
@@ -377,7 +379,7 @@ class KubeCluster:
                     },
                 },
             }  # fmt: skip
-            path = KubeApi.path(SERVICEACCOUNTS, md.get("namespace"), service_account(pod), "token")
+            path = SERVICEACCOUNTS.path(md.get("namespace"), service_account(pod), "token")
             answer = await api.request("POST", path, body=body)
             return str(answer["status"]["token"])
 

@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
+from nemotron_operator.kube.transport import APPLY, Transport
 from nemotron_sim.controlplane import ControlPlane, ControlPlaneError
 from nemotron_sim.controlplane.processes import Component, tail, wait_healthy
-from nemotron_sim.kubeapi.client import APPLY_PATCH, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ class LeaderWorkerSetAddon:
         self.component: Component | None = None
         self.ready_seconds = 0.0
 
-    async def start(self, api: KubeApi) -> None:
+    async def start(self, api: Transport) -> None:
         plane, began = self.plane, time.monotonic()
         assert plane.authority is not None, "start the control plane first"
         ip = plane.plan.control_plane_ip
@@ -137,9 +137,9 @@ class LeaderWorkerSetAddon:
         ):
             key = WEBHOOK_KINDS[document["kind"]]
             await api.request(
-                "PATCH", KubeApi.path(key, None, document["metadata"]["name"]),
+                "PATCH", key.path(None, document["metadata"]["name"]),
                 params={"fieldManager": "nemotron-sim", "force": "true"}, body=document,
-                content_type=APPLY_PATCH,
+                content_type=APPLY,
             )  # fmt: skip
         self.ready_seconds = time.monotonic() - began
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from nemotron_sim.kubeapi.client import APPLY_PATCH, KubeApi
+from nemotron_operator.kube.transport import APPLY, Transport
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 CRDS = ResourceKey("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -36,19 +36,19 @@ def established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
-async def install_crds(api: KubeApi, sources: Sequence[Path]) -> list[str]:
+async def install_crds(api: Transport, sources: Sequence[Path]) -> list[str]:
     """Server-side apply each CRD and wait until the API server serves it; their names."""
     names = []
     for crd in load(sources):
         name = crd["metadata"]["name"]
         await api.request(
-            "PATCH", KubeApi.path(CRDS, None, name),
+            "PATCH", CRDS.path(None, name),
             params={"fieldManager": "nemotron-sim", "force": "true"}, body=crd,
-            content_type=APPLY_PATCH,
+            content_type=APPLY,
         )  # fmt: skip
         names.append(name)
     async with asyncio.timeout(_ESTABLISH_SECONDS):
         for name in names:
-            while not established(await api.request("GET", KubeApi.path(CRDS, None, name))):  # noqa: ASYNC110 (polling the API server)
+            while not established(await api.request("GET", CRDS.path(None, name))):  # noqa: ASYNC110 (polling the API server)
                 await asyncio.sleep(0.1)
     return names

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.addons import keda, monitoring
 from nemotron_sim.addons.binaries import MissingAddonError, built
-from nemotron_sim.kubeapi.client import KubeApi
 
 __all__ = ["COMPONENTS", "Addons", "MissingAddonError", "crds", "install", "parse", "programs"]
 # add-on → the components (hack/build-addons.sh) it needs; the first one's CRDs are installed
@@ -59,7 +59,7 @@ def crds(names: Iterable[str]) -> list[Path]:
     return [built(COMPONENTS[n][0]) / "crds" for n in parse(list(names))]
 
 
-async def install(api: KubeApi, names: Iterable[str]) -> None:
+async def install(api: Transport, names: Iterable[str]) -> None:
     for name in parse(list(names)):
         await _MODULES[name].install(api)
 

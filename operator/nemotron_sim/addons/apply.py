@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from nemotron_sim.kubeapi.client import APPLY_PATCH, KubeApi
+from nemotron_operator.kube.transport import APPLY, Transport
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 FIELD_MANAGER = "nemotron-sim-addons"
@@ -43,12 +43,12 @@ def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     return obj
 
 
-async def apply(api: KubeApi, objects: Iterable[dict[str, Any]]) -> None:
+async def apply(api: Transport, objects: Iterable[dict[str, Any]]) -> None:
     for obj in objects:
         md = obj["metadata"]
         namespace = None if obj["kind"] in _CLUSTER_KINDS else md.get("namespace")
         await api.request(
-            "PATCH", KubeApi.path(resource_key(obj), namespace, md["name"]),
+            "PATCH", resource_key(obj).path(namespace, md["name"]),
             params={"fieldManager": FIELD_MANAGER, "force": "true"}, body=obj,
-            content_type=APPLY_PATCH,
+            content_type=APPLY,
         )  # fmt: skip

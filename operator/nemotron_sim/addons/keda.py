@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.addons.apply import apply, in_namespace, load
 from nemotron_sim.addons.binaries import PROGRAMS, built
-from nemotron_sim.kubeapi.client import KubeApi
 
 NAMESPACE = "keda"
 IMAGES = {"ghcr.io/kedacore/keda": (*PROGRAMS, "keda")}
@@ -35,5 +35,5 @@ def objects() -> list[dict[str, Any]]:
     ]
 
 
-async def install(api: KubeApi) -> None:
+async def install(api: Transport) -> None:
     await apply(api, objects())

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import MERGE, Transport
 from nemotron_sim.agents.node_objects import ready_conditions
-from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
@@ -63,7 +64,7 @@ def lease_for(node: dict[str, Any], now: str) -> dict[str, Any]:
 
 class NodeAgent:
     def __init__(
-        self, api: KubeApi, mirror: Mirror, nodes: list[dict[str, Any]], *,
+        self, api: Transport, mirror: Mirror, nodes: list[dict[str, Any]], *,
         renew_seconds: float = 2.0,
     ) -> None:  # fmt: skip
         self.api, self.mirror = api, mirror
@@ -81,13 +82,13 @@ class NodeAgent:
         self.mirror.on_event([NODES], self._observe)
         for name, node in self.nodes.items():
             try:
-                created = await self.api.request("POST", KubeApi.path(NODES), body=node)
-            except ApiStatusError as error:
-                if error.code != 409:
+                created = await self.api.request("POST", NODES.path(), body=node)
+            except ApiError as error:
+                if error.status != 409:
                     raise
                 created = await self.api.request(
-                    "PATCH", KubeApi.path(NODES, None, name, "status"),
-                    body={"status": node["status"]}, content_type=MERGE_PATCH,
+                    "PATCH", NODES.path(None, name, "status"),
+                    body={"status": node["status"]}, content_type=MERGE,
                 )  # fmt: skip
             node["metadata"]["uid"] = created["metadata"]["uid"]
             await self._renew(name)
@@ -139,7 +140,7 @@ class NodeAgent:
             async with gate:
                 try:
                     await self._renew(name)
-                except (ApiStatusError, OSError) as error:
+                except (ApiError, OSError) as error:
                     log.info("renewing the Lease of %s failed: %s", name, error)
                 except Exception as error:  # noqa: BLE001 - the API server restarting
                     log.info("renewing the Lease of %s failed: %s", name, error)
@@ -152,15 +153,15 @@ class NodeAgent:
         now = micro_time()
         try:
             await self.api.request(
-                "PATCH", KubeApi.path(LEASES, LEASE_NAMESPACE, name),
+                "PATCH", LEASES.path(LEASE_NAMESPACE, name),
                 body={"spec": {"renewTime": now, "holderIdentity": name}},
-                content_type=MERGE_PATCH,
+                content_type=MERGE,
             )  # fmt: skip
-        except ApiStatusError as error:
-            if error.code != 404:
+        except ApiError as error:
+            if error.status != 404:
                 raise
             lease = lease_for(self.nodes[name], now)
-            await self.api.request("POST", KubeApi.path(LEASES, LEASE_NAMESPACE), body=lease)
+            await self.api.request("POST", LEASES.path(LEASE_NAMESPACE), body=lease)
 
     def _observe(self, event: WatchEvent) -> None:
         self._changed.set()

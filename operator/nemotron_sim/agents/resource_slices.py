@@ -19,8 +19,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.agents.node_objects import GpuFacts, NodeGroup, gpu_facts, node_name
-from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 DRIVER = "gpu.nvidia.com"
@@ -92,7 +93,7 @@ def device_class() -> dict[str, Any]:
     }
 
 
-async def publish(api: KubeApi, groups: list[NodeGroup], node_uids: dict[str, str]) -> int:
+async def publish(api: Transport, groups: list[NodeGroup], node_uids: dict[str, str]) -> int:
     """Create the DeviceClass and every DRA node's slice (existing ones are kept); returns the
     number of slices."""
     slices = [
@@ -105,8 +106,8 @@ async def publish(api: KubeApi, groups: list[NodeGroup], node_uids: dict[str, st
         return 0
     for key, obj in ((DEVICE_CLASSES, device_class()), *((RESOURCE_SLICES, s) for s in slices)):
         try:
-            await api.request("POST", KubeApi.path(key), body=obj)
-        except ApiStatusError as error:
-            if error.code != 409:
+            await api.request("POST", key.path(), body=obj)
+        except ApiError as error:
+            if error.status != 409:
                 raise
     return len(slices)

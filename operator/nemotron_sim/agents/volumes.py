@@ -21,7 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 
@@ -51,13 +52,13 @@ def storage_class() -> dict[str, Any]:
     }
 
 
-async def create_storage_class(api: KubeApi) -> None:
+async def create_storage_class(api: Transport) -> None:
     """The default StorageClass, made before anything can create a claim: kube-apiserver's
     DefaultStorageClass admission only sets the class of claims created after it exists."""
     try:
-        await api.request("POST", KubeApi.path(STORAGE_CLASSES), body=storage_class())
-    except ApiStatusError as error:
-        if error.code != 409:
+        await api.request("POST", STORAGE_CLASSES.path(), body=storage_class())
+    except ApiError as error:
+        if error.status != 409:
             raise
 
 

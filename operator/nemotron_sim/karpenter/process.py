@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nemotron_operator.kube.transport import APPLY, Transport
 from nemotron_sim.controlplane.processes import Component, tail
 from nemotron_sim.karpenter.catalog import instance_types
-from nemotron_sim.kubeapi.client import APPLY_PATCH, KubeApi
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 _ROOT = Path(__file__).resolve().parents[3]
@@ -81,10 +81,10 @@ def node_class(registration_delay: str = "0s") -> dict[str, Any]:
     }
 
 
-async def apply_node_class(api: KubeApi, registration_delay: str = "0s") -> None:
+async def apply_node_class(api: Transport, registration_delay: str = "0s") -> None:
     await api.request(
-        "PATCH", KubeApi.path(NODE_CLASSES, None, NODE_CLASS),
-        body=node_class(registration_delay), content_type=APPLY_PATCH,
+        "PATCH", NODE_CLASSES.path(None, NODE_CLASS),
+        body=node_class(registration_delay), content_type=APPLY,
         params={"fieldManager": "nemotron-sim", "force": "true"},
     )  # fmt: skip
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.controlplane.processes import Component, wait_healthy
 from nemotron_sim.karpenter.adopt import NodeAdopter
 from nemotron_sim.karpenter.process import apply_node_class, build, component
-from nemotron_sim.kubeapi.client import KubeApi
 from nemotron_sim.thirdparty import install_crds
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class Karpenter:
         self.process: Component | None = None
         self.adopter: NodeAdopter | None = None
 
-    async def install(self, api: KubeApi) -> None:
+    async def install(self, api: Transport) -> None:
         await install_crds(api, [self.build.crds])
         await apply_node_class(api, self.options.registration_delay)
 

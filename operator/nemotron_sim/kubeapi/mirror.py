@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from nemotron_sim.kubeapi.client import KubeApi
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.kubeapi.informer import Informer, stop_all
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 from nemotron_sim.kubeapi.writes import Write, WriteQueue
@@ -24,7 +24,7 @@ _SYNC_SECONDS = 60.0
 
 
 class Mirror:
-    def __init__(self, api: KubeApi, keys: Iterable[ResourceKey]) -> None:
+    def __init__(self, api: Transport, keys: Iterable[ResourceKey]) -> None:
         self.api = api
         self.informers = {key: Informer(api, key) for key in keys}
         self.writes = WriteQueue(api)

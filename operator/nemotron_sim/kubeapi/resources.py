@@ -44,6 +44,20 @@ class ResourceKey:
     def namespaced(self) -> bool:
         return self.bucket not in _CLUSTER_SCOPED
 
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """The REST path of the collection (in ``namespace``) or of the object ``name``."""
+        path = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace and self.namespaced:
+            path += f"/namespaces/{namespace}"
+        path += f"/{self.plural}"
+        if name:
+            path += f"/{name}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
     def __str__(self) -> str:
         return f"{self.api_version}/{self.plural}"
 

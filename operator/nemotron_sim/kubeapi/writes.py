@@ -15,9 +15,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
-from nemotron_sim.kubeapi.client import MERGE_PATCH, ApiStatusError, KubeApi
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import JSON, MERGE, Transport
 from nemotron_sim.kubeapi.resources import ResourceKey
 
 log = logging.getLogger("nemotron_sim.kubeapi")
@@ -42,7 +41,7 @@ class Write:
 
     def path(self) -> str:
         name = None if self.method == "POST" else self.name
-        return KubeApi.path(self.key, self.namespace, name, self.subresource)
+        return self.key.path(self.namespace, name, self.subresource)
 
 
 def merge_patches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +56,7 @@ def merge_patches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
 
 
 class WriteQueue:
-    def __init__(self, api: KubeApi, *, retry_seconds: float = _RETRY_SECONDS) -> None:
+    def __init__(self, api: Transport, *, retry_seconds: float = _RETRY_SECONDS) -> None:
         self.api = api
         self.retry_seconds = retry_seconds
         self._pending: dict[tuple[ResourceKey, str, str], deque[Write]] = {}
@@ -126,7 +125,7 @@ class WriteQueue:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.retry_seconds
         attempt = 0
-        content_type = MERGE_PATCH if write.method == "PATCH" else "application/json"
+        content_type = MERGE if write.method == "PATCH" else JSON
         while True:
             try:
                 await self.api.request(
@@ -135,17 +134,11 @@ class WriteQueue:
                 )  # fmt: skip
                 self.sent += 1
                 return
-            except ApiStatusError as error:
-                if error.code == 404 or (error.code == 409 and write.method == "POST"):
+            except ApiError as error:
+                if error.status == 404 or (error.status == 409 and write.method == "POST"):
                     return  # gone, or already there: nothing left to do
-                if error.code in (429, 500, 503, 504) and loop.time() < deadline:
-                    pass
-                else:
-                    self.failed += 1
-                    log.warning("%s %s failed: %s", write.method, write.path(), error)
-                    return
-            except (aiohttp.ClientError, OSError, TimeoutError) as error:
-                if loop.time() >= deadline:
+                # Not reached (the API server restarting) or struggling: again until the deadline.
+                if error.status not in (0, 429, 500, 503, 504) or loop.time() >= deadline:
                     self.failed += 1
                     log.warning("%s %s failed: %s", write.method, write.path(), error)
                     return

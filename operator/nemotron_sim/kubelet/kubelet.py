@@ -22,7 +22,7 @@ from typing import Any
 
 import aiohttp
 
-from nemotron_sim.kubeapi.client import ApiStatusError
+from nemotron_operator.kube.errors import ApiError
 from nemotron_sim.kubeapi.kinds import PODS, SECRETS
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubeapi.store import ObjectStore
@@ -231,7 +231,7 @@ class Kubelet:
         try:
             await self._lifecycle(running, seen, model, stubs)
             await asyncio.Event().wait()  # the containers run until the pod is deleted
-        except ApiStatusError as error:
+        except ApiError as error:
             log.debug("kubelet: pod %s/%s went away: %s", running.namespace, running.name, error)
         finally:
             for stub in running.stubs:
@@ -335,11 +335,11 @@ class Kubelet:
             phase = self.processes.finished_phase(uid, model)
             if phase is not None:
                 model.phase = phase
-            with contextlib.suppress(ApiStatusError):
+            with contextlib.suppress(ApiError):
                 self._write(running, model)
 
         def record(reason: str, message: str, warning: bool) -> None:
-            with contextlib.suppress(ApiStatusError):
+            with contextlib.suppress(ApiError):
                 ref = involved(pod, "v1", "Pod")
                 self._recorder.record(COMPONENT, ref, reason, message, warning=warning)
 
@@ -410,5 +410,5 @@ class Kubelet:
         )
 
     def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:
-        with contextlib.suppress(ApiStatusError):
+        with contextlib.suppress(ApiError):
             self._recorder.record(COMPONENT, involved(pod, "v1", "Pod"), reason, text)

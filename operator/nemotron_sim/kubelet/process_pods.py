@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from nemotron_sim.kubeapi.client import ApiStatusError
+from nemotron_operator.kube.errors import ApiError
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.store import ObjectStore
 from nemotron_sim.kubelet.container_logs import LogRequestError, LogTarget
@@ -145,7 +145,7 @@ class ProcessPods:
                         state.wait("ContainerCreating", "")
                 write()
                 record("FailedMount", str(error), True)
-            except ApiStatusError as error:  # e.g. no such ServiceAccount for the token
+            except ApiError as error:  # e.g. no such ServiceAccount for the token
                 record("FailedMount", f"failed to fetch token: {error}", True)
             await asyncio.sleep(delay)
 

@@ -16,8 +16,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import Transport
 from nemotron_sim.controlplane import ControlPlane
-from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
 from nemotron_sim.realnodes.config import RealNodeSpec
 from nemotron_sim.realnodes.node import RealNode, prepare_network
 
@@ -74,7 +75,7 @@ def unavailable() -> str | None:
 
 
 class RealNodes:
-    def __init__(self, plane: ControlPlane, api: KubeApi, specs: list[RealNodeSpec]) -> None:
+    def __init__(self, plane: ControlPlane, api: Transport, specs: list[RealNodeSpec]) -> None:
         self.plane, self.api = plane, api
         self.nodes = [RealNode(s, plane.layout.root / "real-nodes", bin_dir()) for s in specs]
 
@@ -116,8 +117,8 @@ class RealNodes:
     async def _node(self, name: str) -> dict[str, Any] | None:
         try:
             node: dict[str, Any] = await self.api.request("GET", f"/api/v1/nodes/{name}")
-        except ApiStatusError as error:
-            if error.code == 404:
+        except ApiError as error:
+            if error.status == 404:
                 return None
             raise
         return node
@@ -138,6 +139,6 @@ class RealNodes:
             await self.api.request(
                 "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body=body
             )
-        except ApiStatusError as error:
-            if error.code != 409:
+        except ApiError as error:
+            if error.status != 409:
                 raise

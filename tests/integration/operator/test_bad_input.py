@@ -23,7 +23,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nemotron_sim.kubeapi.client import ApiStatusError, KubeApi
+from nemotron_operator.kube.errors import ApiError
 from tests.integration.operator.helpers import NAMESPACE, NDS, deployment
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 
@@ -93,11 +93,11 @@ def create_all(cluster: Any, objects: list[dict[str, Any]]) -> list[str | None]:
             async with room:
                 try:
                     await kube.api.request(
-                        "POST", KubeApi.path(NDS, NAMESPACE), body=obj,
+                        "POST", NDS.path(NAMESPACE), body=obj,
                         params={"fieldValidation": "Strict"},
                     )  # fmt: skip
-                except ApiStatusError as error:
-                    return f"{error.code} {error}"
+                except ApiError as error:
+                    return f"{error.status} {error}"
             return None
 
         return list(await asyncio.gather(*(one(obj) for obj in objects)))

@@ -55,7 +55,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 
-import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
 from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
@@ -179,12 +178,10 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 "rss_mib_start": round(sim.rss_mib(), 1),
                 "control_plane_rss_mib_start": round(sim.control_plane_rss_mib(), 1),
             }
-            connector = aiohttp.TCPConnector(limit=args.concurrency + 16, ssl=sim.api.ssl_context())
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=30)
-            async with aiohttp.ClientSession(
-                connector=connector, timeout=timeout, read_bufsize=2**22
-            ) as session:
-                client = Client(session, sim.api.url, sim.proxy.url, sim.api.token)
+            async with Client(
+                sim.api.url, sim.proxy.url, sim.api.token,
+                tls=sim.api.ssl_context(), connections=args.concurrency + 16,
+            ) as client:  # fmt: skip
                 crds = sorted((ROOT / "crds").glob("*.yaml"))
                 await client.install_crds(yaml.safe_load(c.read_text()) for c in crds)
                 warm_up = await client.warm_up(manifest("default", "warm-up"))

@@ -36,7 +36,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 
-import aiohttp  # noqa: E402
 
 from opbench.api import MERGE, Client  # noqa: E402
 from opbench.procs import Child, SimCluster  # noqa: E402
@@ -148,9 +147,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(1.0)
             cpu0 = {name: child.cpu_seconds() for name, child in watchers.items()}
             results["rss_mib_empty"] = {k: round(c.rss_mib(), 1) for k, c in watchers.items()}
-            connector = aiohttp.TCPConnector(limit=args.concurrency + 4, ssl=sim.api.ssl_context())
-            async with aiohttp.ClientSession(connector=connector) as session:
-                client = Client(session, sim.api.url, sim.proxy.url, sim.api.token)
+            async with Client(
+                sim.api.url, sim.proxy.url, sim.api.token,
+                tls=sim.api.ssl_context(), connections=args.concurrency + 4, request_timeout=300.0,
+            ) as client:  # fmt: skip
                 started = time.monotonic()
                 results["workload"] = await workload(client, args)
             expected = args.count * (5 + len(START_UP))

@@ -46,7 +46,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 
-import aiohttp  # noqa: E402
 import yaml  # noqa: E402
 
 from opbench.api import GROUP_PATH, Client  # noqa: E402
@@ -127,36 +126,47 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results["start_s"] = round(time.perf_counter() - sim.started, 1)
             results["rss_mib_start"] = sim.rss_mib()
             results["memory_mib_start"] = memory(sim)
-            connector = aiohttp.TCPConnector(
-                limit=args.concurrency + args.watchers + 4, ssl=sim.api.ssl_context()
-            )
-            timeout = aiohttp.ClientTimeout(total=_READY_SECONDS)
-            async with aiohttp.ClientSession(
-                connector=connector, timeout=timeout, read_bufsize=2**22
-            ) as session:
-                await phases(session, sim, args, results)
+            await phases(sim, args, results)
         finally:
             results["simulator_exit_code"] = sim.stop()
     return results
 
 
-async def phases(
-    session: aiohttp.ClientSession,
+async def phases(sim: SimCluster, args: argparse.Namespace, results: dict[str, Any]) -> None:
+    assert sim.api is not None
+    assert sim.proxy is not None
+    url = sim.proxy.url if args.via_proxy else sim.api.url
+
+    opened: list[Client] = []
+
+    def connect(token: str) -> Client:
+        opened.append(Client(
+            url, sim.proxy.url, token, tls=sim.api.ssl_context(),
+            connections=args.concurrency + args.watchers + 4, request_timeout=_READY_SECONDS,
+        ))  # fmt: skip
+        return opened[-1]
+
+    try:
+        await measure(connect(sim.api.token), connect, sim, args, results)
+    finally:
+        for client in opened:
+            await client.close()
+
+
+async def measure(
+    client: Client,
+    connect: Callable[[str], Client],
     sim: SimCluster,
     args: argparse.Namespace,
     results: dict[str, Any],
 ) -> None:
-    assert sim.api is not None
-    assert sim.proxy is not None
-    url = sim.proxy.url if args.via_proxy else sim.api.url
-    client = Client(session, url, sim.proxy.url, sim.api.token)
     await client.send("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
     crds = sorted((ROOT / "crds").glob("*.yaml"))
     await client.install_crds(yaml.safe_load(c.read_text()) for c in crds)
     results["first_create_s"] = await client.warm_up(custom_resource(0))
     if args.as_service_account:
         token = await service_account_token(client)
-        client = Client(session, url, sim.proxy.url, token)
+        client = connect(token)
 
     meter = CpuMeter(sim)
     crs_path = f"{GROUP_PATH}/namespaces/{NAMESPACE}/nemotrondeployments"

@@ -1,5 +1,5 @@
-"""The benchmark's HTTP client of the simulated cluster's kube-apiserver, and the fault proxy's
-request counters.
+"""The benchmark's client of the simulated cluster's kube-apiserver (the repository's one
+transport, ``nemotron_operator.kube.transport``), and the fault proxy's request counters.
 
 Two addresses, one admin token: the workload's writes (creates, and the floor's applies and
 status patches) go through the fault proxy in front of kube-apiserver, as the operator's
@@ -11,45 +11,64 @@ directly and costs the proxy nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ssl
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
+from nemotron_operator.kube.errors import ApiError
+from nemotron_operator.kube.transport import APPLY, MERGE, Transport
 
+__all__ = ["APPLY", "MERGE", "ApiError", "Client"]
 AGENT = "nemotron-bench"  # the User-Agent product the request counters know this client by
 GROUP_PATH = "/apis/serving.nemotron.io/v1alpha1"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-APPLY = "application/apply-patch+yaml"
-MERGE = "application/merge-patch+json"
 _RETRIES_429 = 30
 WRITE_VERBS = frozenset({"create", "update", "patch", "apply", "delete", "deletecollection"})
-
-
-class ApiError(RuntimeError):
-    def __init__(self, method: str, path: str, status: int, body: Any) -> None:
-        super().__init__(f"{method} {path}: {status} {body}")
-        self.status = status
-
 
 # Deleted at once: the pods of a namespace being deleted (the kubelet stops their containers).
 _FORCE = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
 
 
 class Client:
-    def __init__(
-        self, session: aiohttp.ClientSession, api_url: str, proxy_url: str, token: str
-    ) -> None:
-        self.session, self.api_url, self.proxy_url = session, api_url, proxy_url
-        self._token = token
+    """``connections``: requests in flight to each address at most (the harness's concurrency
+    and a few more); ``request_timeout`` None: a request may take as long as it takes."""
 
-    def headers(self, content_type: str = "application/json") -> dict[str, str]:
-        return {
-            "Content-Type": content_type,
-            "User-Agent": f"{AGENT}/1",
-            "Authorization": f"Bearer {self._token}",
-        }
+    def __init__(
+        self,
+        api_url: str,
+        proxy_url: str,
+        token: str,
+        *,
+        tls: ssl.SSLContext | bool | None,
+        connections: int = 16,
+        request_timeout: float | None = None,
+    ) -> None:
+        self.api_url, self.proxy_url = api_url, proxy_url
+        bearer = f"Bearer {token}"
+        self.api, self.proxy = (
+            Transport(
+                url,
+                tls,
+                authorization=lambda: bearer,
+                user_agent=f"{AGENT}/1",
+                request_timeout=request_timeout,
+                connections=connections,
+            )
+            for url in (api_url, proxy_url)
+        )
+
+    async def close(self) -> None:
+        await self.api.close()
+        await self.proxy.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def send(
         self,
@@ -60,29 +79,30 @@ class Client:
         *,
         via_proxy: bool = False,
     ) -> Any:
-        url = (self.proxy_url if via_proxy else self.api_url) + path
+        transport = self.proxy if via_proxy else self.api
         for attempt in range(_RETRIES_429 + 1):
-            async with self.session.request(
-                method, url, json=body, headers=self.headers(content_type)
-            ) as response:
-                payload = await response.json(content_type=None)
-                if response.status == 429 and attempt < _RETRIES_429:
-                    # kube-apiserver's answer while a new resource's watch cache fills (and
-                    # under priority-and-fairness): retry after the time it names, as client-go.
-                    await asyncio.sleep(float(response.headers.get("Retry-After") or 1))
-                    continue
-                if response.status >= 300:
-                    raise ApiError(method, path, response.status, payload)
-                return payload
+            try:
+                return await transport.request(method, path, body=body, content_type=content_type)
+            except ApiError as exc:
+                if exc.status != 429 or attempt == _RETRIES_429:
+                    raise
+                # kube-apiserver's answer while a new resource's watch cache fills (and
+                # under priority-and-fairness): retry after the time it names, as client-go.
+                await asyncio.sleep(exc.retry_after if exc.retry_after is not None else 1.0)
         raise AssertionError("unreachable")
 
     async def text(self, path: str) -> str:
         """A plain-text GET straight to kube-apiserver (its /metrics)."""
-        async with self.session.get(self.api_url + path, headers=self.headers()) as response:
-            body = await response.text()
-            if response.status >= 300:
-                raise ApiError("GET", path, response.status, body[:200])
-            return body
+        answer = await self.api.answer("GET", path)
+        if answer.status >= 300:
+            raise ApiError(answer.status, "", str(answer.body)[:200], "GET", path)
+        return str(answer.body)
+
+    def watch(
+        self, path: str, params: Mapping[str, str], *, timeout_seconds: int = 3600
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[dict[str, Any]]]:
+        """A watch straight to kube-apiserver, open on entry; its events as they come."""
+        return self.api.stream(path, params, timeout_seconds=timeout_seconds)
 
     async def create_deployment(self, obj: dict[str, Any]) -> dict[str, Any]:
         namespace = obj["metadata"]["namespace"]

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
-from opbench.api import GROUP_PATH, Client
+from opbench.api import GROUP_PATH, ApiError, Client
 
 Key = tuple[str, str]  # (namespace, name)
 CHILD_COLLECTIONS = {
@@ -154,7 +151,6 @@ class Collector:
 
     async def _stream(self, path: str, handle: Callable[[dict[str, Any], float], None]) -> None:
         """List, then watch from the list's resourceVersion; relist after 410 or a cut."""
-        separator = "&" if "?" in path else "?"
         first = True
         while True:
             listing = await self.client.send("GET", path)
@@ -165,14 +161,10 @@ class Collector:
             if first:
                 self._synced += 1
                 first = False
-            url = (f"{self.client.api_url}{path}{separator}watch=1&allowWatchBookmarks=true"
-                   f"&resourceVersion={version}&timeoutSeconds=3600")  # fmt: skip
-            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with self.client.session.get(url, headers=self.client.headers()) as response:
-                    async for line in response.content:
-                        if not line.strip():
-                            continue
-                        event = json.loads(line)
+            params = {"allowWatchBookmarks": "true", "resourceVersion": version}
+            with contextlib.suppress(ApiError):
+                async with self.client.watch(path, params, timeout_seconds=3600) as events:
+                    async for event in events:
                         if event["type"] == "ERROR":
                             break
                         self.events += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 import time
 from typing import Any
 
@@ -134,16 +134,13 @@ async def wait_all_ready(client: Client, count: int, seconds: float) -> tuple[fl
     rv = listing["metadata"]["resourceVersion"]
     events = 0
     start = time.perf_counter()
-    path = (
-        f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets?watch=1&resourceVersion={rv}"
-        f"&timeoutSeconds={int(seconds)}"
-    )
-    async with client.session.get(client.api_url + path, headers=client.headers()) as response:
+    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets"
+    params = {"resourceVersion": rv}
+    async with client.watch(path, params, timeout_seconds=int(seconds)) as stream:
         while len(ready) < count:
-            line = await response.content.readline()
-            if not line:
+            event = await anext(stream, None)
+            if event is None:
                 raise RuntimeError(f"watch ended with {len(ready)}/{count} ready")
-            event = json.loads(line)
             events += 1
             obj = event["object"]
             if (obj.get("status") or {}).get("readyReplicas") == 1:
@@ -178,10 +175,12 @@ async def watch_latency(
     """PATCH an object, time until its MODIFIED event reaches the first of ``watchers``."""
     listing = await client.send("GET", collection)
     rv = listing["metadata"]["resourceVersion"]
-    url = f"{client.api_url}{collection}?watch=1&resourceVersion={rv}"
-    responses = [await client.session.get(url, headers=client.headers()) for _ in range(watchers)]
     latencies: list[float] = []
-    try:
+    async with contextlib.AsyncExitStack() as opened:
+        streams = [
+            await opened.enter_async_context(client.watch(collection, {"resourceVersion": rv}))
+            for _ in range(watchers)
+        ]
         for i in range(samples):
             marker = f"m{i}"
             start = time.perf_counter()
@@ -192,16 +191,13 @@ async def watch_latency(
                 content_type=MERGE,
             )
             while True:
-                event = json.loads(await responses[0].content.readline())
+                event = await anext(streams[0])
                 labels = event["object"]["metadata"].get("labels") or {}
                 if labels.get("marker") == marker:
                     latencies.append(time.perf_counter() - start)
                     break
-            for other in responses[1:]:  # keep the other watchers drained
-                await other.content.readline()
-    finally:
-        for response in responses:
-            response.close()
+            for other in streams[1:]:  # keep the other watchers drained
+                await anext(other)
     return {"watchers": watchers, **latency_summary(latencies)}
 
 

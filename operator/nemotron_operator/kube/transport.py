@@ -12,10 +12,12 @@ Nothing retries here and no body is logged.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import re
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -53,6 +55,16 @@ def apply_body(obj: Any) -> str:
     return _UNPRINTABLE.sub(escape, json.dumps(obj, ensure_ascii=False))
 
 
+@dataclass(frozen=True)
+class Answer:
+    """An answer as it came: the status, the decoded JSON body (the text when it is not JSON,
+    None when empty) and the ``Warning`` headers."""
+
+    status: int
+    body: Any
+    warnings: tuple[str, ...] = ()
+
+
 class Transport:
     """Requests to one API server. ``tls``: an SSL context (a client certificate is the
     identity), False for plain HTTP or no verification, None for aiohttp's default.
@@ -66,7 +78,7 @@ class Transport:
         *,
         authorization: Callable[[], str | None] | None = None,
         user_agent: str = "",
-        request_timeout: float = 30.0,
+        request_timeout: float | None = 30.0,
         connections: int = 16,
     ) -> None:
         self.server = server.rstrip("/")
@@ -130,11 +142,47 @@ class Transport:
         content_type: str = JSON,
     ) -> Any:
         """One request; the decoded JSON answer ({} when empty), or :class:`ApiError`."""
+        status, text, headers = await self._exchange(method, path, params, body, content_type)
+        if status >= 400:
+            raise status_error(method, path, status, text, headers)
+        return json.loads(text) if text else {}
+
+    async def answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> Answer:
+        """One request whose answer is returned whatever its status (what a test of the
+        server's own words reads); :class:`ApiError` only when the server was not reached."""
+        status, text, headers = await self._exchange(method, path, params, body, content_type)
+        try:
+            decoded = json.loads(text) if text else None
+        except ValueError:
+            decoded = text
+        return Answer(status, decoded, tuple(headers.getall("Warning", ())))
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: Any,
+        content_type: str,
+    ) -> tuple[int, str, Any]:
+        """Send; the status, the body's text and the headers. ``body``: a str or bytes is sent
+        as it is, anything else as JSON (an apply as :func:`apply_body`)."""
         headers = self.headers()
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = apply_body(body) if content_type == APPLY else json.dumps(body)
+            if isinstance(body, (str, bytes)):
+                data = body
+            else:
+                data = apply_body(body) if content_type == APPLY else json.dumps(body)
         try:
             async with self._requests().request(
                 method, self.server + path, params=params, data=data, headers=headers
@@ -142,9 +190,7 @@ class Transport:
                 text = await response.text()
                 if self.on_response is not None:
                     self.on_response(method, response.status)
-                if response.status >= 400:
-                    raise status_error(method, path, response.status, text, response.headers)
-                return json.loads(text) if text else {}
+                return response.status, text, response.headers
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ApiError(0, "Unreachable", repr(exc), method, path) from exc
 
@@ -178,6 +224,16 @@ class Transport:
         """The events (``type`` and ``object``) of one watch of ``path`` until the server ends
         the stream (after ``timeout_seconds``). An ``ERROR`` event (e.g. 410 Expired) is
         yielded as it came; the caller decides. A line that is not JSON raises ValueError."""
+        async with self.stream(path, params, timeout_seconds=timeout_seconds) as events:
+            async for event in events:
+                yield event
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, path: str, params: Mapping[str, str], *, timeout_seconds: int = 300
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """:meth:`watch` with the stream opened on entry (the server has answered), its events
+        read from what it yields: for a caller that opens streams before it makes changes."""
         query = {**params, "watch": "true", "timeoutSeconds": str(timeout_seconds)}
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30.0, sock_connect=10.0)
         try:
@@ -189,11 +245,18 @@ class Transport:
                 if response.status >= 400:
                     text = await response.text()
                     raise status_error("GET", path, response.status, text, response.headers)
-                async for line in response.content:
-                    if line.strip():
-                        yield json.loads(line)
+                yield _events(response, path)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise ApiError(0, "Unreachable", repr(exc), "GET", path) from exc
+
+
+async def _events(response: aiohttp.ClientResponse, path: str) -> AsyncIterator[dict[str, Any]]:
+    try:
+        async for line in response.content:
+            if line.strip():
+                yield json.loads(line)
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        raise ApiError(0, "Unreachable", repr(exc), "GET", path) from exc
 
 
 def status_error(method: str, path: str, status: int, text: str, headers: Any) -> ApiError:

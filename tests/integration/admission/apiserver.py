@@ -1,14 +1,15 @@
-"""A plain, synchronous HTTPS client of kube-apiserver for the admission suite.
+"""A synchronous client of kube-apiserver for the admission suite, over the repository's one
+transport (``nemotron_operator.kube.transport``) on a private event loop.
 
-Hundreds of server-side dry-run requests go over one keep-alive connection (``http.client``),
-authenticated with the admin's bearer token and verified against the cluster CA: no kubectl
-process per case. Answers are returned as they are — the status code and the decoded body — so
-the tests assert kube-apiserver's own words.
+Hundreds of server-side dry-run requests go over its keep-alive connections, authenticated with
+the admin's bearer token and verified against the cluster CA: no kubectl process per case.
+Answers are returned as they are (the status code and the decoded body), so the tests assert
+kube-apiserver's own words.
 """
 
 from __future__ import annotations
 
-import http.client
+import asyncio
 import json
 import ssl
 import urllib.parse
@@ -16,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MERGE_PATCH = "application/merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
+from nemotron_operator.kube.transport import JSON, Transport
+
 GROUP, VERSION, PLURAL = "serving.nemotron.io", "v1alpha1", "nemotrondeployments"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -54,29 +55,22 @@ class Answer:
 
 
 class ApiServer:
-    """Requests to one kube-apiserver as its administrator, over one keep-alive connection."""
+    """Requests to one kube-apiserver as its administrator; call it outside any event loop."""
 
     def __init__(self, url: str, ca_pem: bytes | str, token: str) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
             raise ValueError(f"not an https URL: {url}")
-        self._host, self._port = parts.hostname, parts.port or 443
         pem = ca_pem.decode() if isinstance(ca_pem, bytes) else ca_pem
-        self._context = ssl.create_default_context(cadata=pem)
-        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        self._connection: http.client.HTTPSConnection | None = None
+        context = ssl.create_default_context(cadata=pem)
+        bearer = f"Bearer {token}"
+        self._transport = Transport(url, context, authorization=lambda: bearer, connections=4)
+        self._loop = asyncio.new_event_loop()
 
     def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    def _connect(self) -> http.client.HTTPSConnection:
-        if self._connection is None:
-            self._connection = http.client.HTTPSConnection(
-                self._host, self._port, context=self._context, timeout=30
-            )
-        return self._connection
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self._transport.close())
+            self._loop.close()
 
     def request(
         self,
@@ -85,33 +79,14 @@ class ApiServer:
         body: Any = None,
         *,
         params: Mapping[str, str] | None = None,
-        content_type: str = "application/json",
+        content_type: str = JSON,
     ) -> Answer:
-        if params:
-            path = f"{path}?{urllib.parse.urlencode(params)}"
-        headers = dict(self._headers)
-        data = None
-        if body is not None:
-            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-            headers["Content-Type"] = content_type
-        for attempt in (1, 2):  # once more on a fresh connection if the idle one was closed
-            connection = self._connect()
-            try:
-                connection.request(method, path, body=data, headers=headers)
-                response = connection.getresponse()
-                raw = response.read()
-            except (http.client.RemoteDisconnected, ConnectionError, http.client.BadStatusLine):
-                self.close()
-                if attempt == 2:
-                    raise
-                continue
-            try:
-                decoded = json.loads(raw) if raw else None
-            except json.JSONDecodeError:
-                decoded = raw.decode(errors="replace")
-            warnings = tuple(v for k, v in response.getheaders() if k.lower() == "warning")
-            return Answer(response.status, decoded, warnings)
-        raise AssertionError("unreachable")
+        answer = self._loop.run_until_complete(
+            self._transport.answer(
+                method, path, params=params, body=body, content_type=content_type
+            )
+        )
+        return Answer(answer.status, answer.body, answer.warnings)
 
     # --- the project's resource ---------------------------------------------------------------
 

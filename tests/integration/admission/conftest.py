@@ -23,14 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.integration.admission.apiserver import (
-    APPLY_PATCH,
-    CRDS,
-    MERGE_PATCH,
-    Answer,
-    ApiServer,
-    Cause,
-)
+from nemotron_operator.kube.transport import APPLY, MERGE
+from tests.integration.admission.apiserver import CRDS, Answer, ApiServer, Cause
 from tests.integration.admission.objects import CRD_NAME, crd_file, raw_bases
 
 if TYPE_CHECKING:
@@ -90,7 +84,7 @@ class Admission:
     def patch(self, name: str, patch: dict[str, Any]) -> Answer:
         """A dry-run JSON merge patch of the existing object ``name``."""
         path = self.api.path(self.namespace, name)
-        return self.api.dry_run("PATCH", path, patch, content_type=MERGE_PATCH)
+        return self.api.dry_run("PATCH", path, patch, content_type=MERGE)
 
     def store(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Really create ``obj`` (its status, if any, written through /status); as stored."""
@@ -139,7 +133,7 @@ def apply_crd(api: ApiServer, crd: dict[str, Any]) -> dict[str, Any]:
     name = crd["metadata"]["name"]
     answer = api.request(
         "PATCH", f"{CRDS}/{name}", crd,
-        params={"fieldManager": FIELD_MANAGER}, content_type=APPLY_PATCH,
+        params={"fieldManager": FIELD_MANAGER}, content_type=APPLY,
     )  # fmt: skip
     assert answer.code in (200, 201), answer
     return served_crd(api, name)

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
+from nemotron_operator.kube.transport import MERGE
 from tests.cel_cases import CASES, Case, Obj, set_
-from tests.integration.admission.apiserver import MERGE_PATCH, Cause
+from tests.integration.admission.apiserver import Cause
 from tests.integration.admission.conftest import (
     NOT_CHECKED,
     Admission,
@@ -196,10 +197,8 @@ def test_unchanged_values_are_not_rechecked_on_update(admission: Admission) -> N
         status_only = copy.deepcopy(created)
         status_only["status"] = {"phase": "Pending"}
         admitted(api.dry_run("PUT", f"{name}/status", status_only), 200)
-        admitted(
-            api.dry_run("PATCH", name, {"spec": {"replicas": 3}}, content_type=MERGE_PATCH), 200
-        )
+        admitted(api.dry_run("PATCH", name, {"spec": {"replicas": 3}}, content_type=MERGE), 200)
         touched = {"spec": {"capacity": {"parallelism": {"tensor": 12}}}}
-        answer = refused(api.dry_run("PATCH", name, touched, content_type=MERGE_PATCH))
+        answer = refused(api.dry_run("PATCH", name, touched, content_type=MERGE))
         assert [c.field for c in answer.causes] == ["spec.capacity.parallelism.tensor"], answer
         assert answer.causes[0].message.startswith("Invalid value: 12: tensor parallel size")

@@ -16,6 +16,8 @@
 #   prometheus-operator  github.com/prometheus-operator/prometheus-operator/cmd/operator
 #   prometheus           github.com/prometheus/prometheus/cmd/prometheus (Kubernetes SD only)
 #   keda                 github.com/kedacore/keda/v2/cmd/operator (its metrics adapter is not built)
+#   epp                  sigs.k8s.io/gateway-api-inference-extension/cmd/epp (the endpoint picker,
+#                        v1.5.0: the last release with the full picker; v1.6 keeps a round robin)
 # Measured cold CPU figures are in docs/simulated-cluster.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,7 +30,8 @@ spec() {
     prometheus-operator) echo "github.com/prometheus-operator/prometheus-operator|prometheus-operator=github.com/prometheus-operator/prometheus-operator/cmd/operator||example/prometheus-operator-crd/monitoring.coreos.com_{prometheuses,podmonitors,servicemonitors,probes,scrapeconfigs,prometheusrules}.yaml|example/rbac/prometheus-operator/prometheus-operator-{cluster-role,cluster-role-binding,service-account,deployment}.yaml example/rbac/prometheus/prometheus-*.yaml" ;;
     prometheus) echo "github.com/prometheus/prometheus|prometheus=github.com/prometheus/prometheus/cmd/prometheus|remove_all_sd,enable_kubernetes_sd||" ;;
     keda) echo "github.com/kedacore/keda/v2|keda=github.com/kedacore/keda/v2/cmd/operator||config/crd/bases/*.yaml|config/manager/manager.yaml config/rbac/role.yaml config/rbac/role_binding.yaml config/service_account/service_account.yaml" ;;
-    *) say "unknown component '$1' (known: prometheus-operator prometheus keda)"; exit 2 ;;
+    epp) echo "sigs.k8s.io/gateway-api-inference-extension|epp=sigs.k8s.io/gateway-api-inference-extension/cmd/epp|||" ;;
+    *) say "unknown component '$1' (known: prometheus-operator prometheus keda epp)"; exit 2 ;;
   esac
 }
 
@@ -76,5 +79,5 @@ build_one() {  # build_one COMPONENT
 if [ "${1:-}" = "--print-dir" ]; then spec "$2" >/dev/null; outdir "$2"; exit 0; fi
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 command -v go >/dev/null || { say "go is not on PATH (Go >= 1.26 is needed to build the add-ons)"; exit 1; }
-[ $# -gt 0 ] || { say "usage: $0 COMPONENT... (prometheus-operator prometheus keda)"; exit 2; }
+[ $# -gt 0 ] || { say "usage: $0 COMPONENT... (prometheus-operator prometheus keda epp)"; exit 2; }
 for c in "$@"; do build_one "$c"; done

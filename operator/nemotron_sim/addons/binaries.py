@@ -19,6 +19,7 @@ MODULES = {
     "prometheus-operator": "github.com/prometheus-operator/prometheus-operator",
     "prometheus": "github.com/prometheus/prometheus",
     "keda": "github.com/kedacore/keda/v2",
+    "epp": "sigs.k8s.io/gateway-api-inference-extension",
 }
 
 

@@ -8,6 +8,8 @@ address as its listen address; nothing else about it changes:
 - ``prometheus-operator``, ``prometheus``: the real binaries (``hack/build-addons.sh``).
 - ``config-reloader``: a stand-in for prometheus-config-reloader (monitoring.py says why).
 - ``keda``: KEDA's operator (keda.py says what it is given).
+- ``epp``: the Gateway API Inference Extension's endpoint picker, with its config's apiVersion
+  rewritten to the picker's own group (``epp_config``).
 """
 
 from __future__ import annotations
@@ -171,6 +173,47 @@ def keda(args: Sequence[str]) -> None:
     ])  # fmt: skip
 
 
+# The endpoint picker's own config group (gateway-api-inference-extension v1.5.0
+# apix/config/v1alpha1); the operator writes llm-d's (its llm-d-router takes that), which v1.5.0's
+# loader refuses. The one edit the picker's program makes.
+EPP_CONFIG_API_VERSION = "inference.networking.x-k8s.io/v1alpha1"
+
+
+def epp_config(text: str) -> str:
+    """The operator's EndpointPickerConfig with the picker's own apiVersion, nothing else."""
+    return re.sub(
+        r"^apiVersion: llm-d\.ai/v1alpha1$", f"apiVersion: {EPP_CONFIG_API_VERSION}", text,
+        flags=re.MULTILINE,
+    )  # fmt: skip
+
+
+# The picker listens on all addresses (v1.5.0 has port flags, no address flags); in the shared
+# network namespace the simulated kube-proxy already holds its Service's ClusterIP:9002/9003/9090,
+# so a wildcard bind of the same ports fails ("address already in use"). Each port moves by
+# this much; a client addresses the pod directly (podIP:19002), not through the Service.
+EPP_PORT_SHIFT = 10000
+EPP_PORT_FLAGS = ("--grpc-port", "--grpc-health-port", "--metrics-port")
+
+
+def epp(args: Sequence[str]) -> None:
+    """The real endpoint picker with the operator's arguments, its three ports shifted by
+    EPP_PORT_SHIFT; its config file (a container path) read from the mount and written,
+    apiVersion rewritten, into the pod's home."""
+    mounted, kept, config = mounts(), list(args), Path(os.environ.get("HOME") or ".")
+    for flag in EPP_PORT_FLAGS:
+        if flag in kept[:-1]:
+            at = kept.index(flag) + 1
+            kept[at] = str(int(kept[at]) + EPP_PORT_SHIFT)
+    if "--config-file" in kept:
+        at = kept.index("--config-file") + 1
+        source = Path(remapped(kept[at], mounted))
+        config.mkdir(parents=True, exist_ok=True)
+        target = config / source.name
+        target.write_text(epp_config(source.read_text()))
+        kept[at] = str(target)
+    run_binary("epp", "epp", kept)
+
+
 def main(argv: Sequence[str]) -> None:
     name, *args = argv
     mounted = mounts()
@@ -181,6 +224,8 @@ def main(argv: Sequence[str]) -> None:
         run_binary(name, name, with_listen(paths, "--web.listen-address", 9090))
     elif name == "keda":
         keda(args)
+    elif name == "epp":
+        epp(args)
     elif name == "config-reloader":
         config_reloader(args)
     else:

@@ -13,7 +13,13 @@ import yaml
 from nemotron_sim import addons
 from nemotron_sim.addons.apply import in_namespace, resource_key
 from nemotron_sim.addons.binaries import MODULES, addon_dir
-from nemotron_sim.addons.programs import edited, remapped, with_listen
+from nemotron_sim.addons.programs import (
+    EPP_CONFIG_API_VERSION,
+    edited,
+    epp_config,
+    remapped,
+    with_listen,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -93,3 +99,13 @@ def test_published_manifests_move_into_the_addon_namespace() -> None:
     prometheus = {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": {}}
     assert resource_key(prometheus).plural == "prometheuses"
     assert resource_key(deployment).api_version == "apps/v1"
+
+
+def test_the_picker_config_gets_the_pickers_own_group_and_nothing_else() -> None:
+    rendered = (ROOT / "tests" / "golden" / "expected" / "nano-gateway.yaml").read_text()
+    (config_map,) = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "ConfigMap"]
+    text = config_map["data"]["epp-config.yaml"]
+    assert text.startswith("apiVersion: llm-d.ai/v1alpha1\n")
+    edited_text = epp_config(text)
+    assert edited_text.splitlines()[0] == f"apiVersion: {EPP_CONFIG_API_VERSION}"
+    assert edited_text.splitlines()[1:] == text.splitlines()[1:]

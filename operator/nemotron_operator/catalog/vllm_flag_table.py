@@ -40,6 +40,7 @@ class Kind(StrEnum):
     JSON = "json"  # a JSON value; dotted sub-keys allowed
     JSON_OR_STR = "json-or-str"  # "{...}" must be a JSON object, anything else is a string
     LIST = "list"  # one or more values (nargs="+"), each a choice if the release has them
+    INT_LIST = "int-list"  # one or more integers (nargs="+", type=int)
     APPEND = "append"  # one value per occurrence, repeatable (action="append")
 
 
@@ -52,12 +53,19 @@ class VllmFlag:
     aliases: tuple[str, ...] = ()
     choices: tuple[str, ...] = ()
     source: str = "E"
+    # The parser lower-cases the value and turns "-" into "_" before checking the choice.
+    folded: bool = False
 
 
 def _f(
-    name: str, kind: Kind, *aliases: str, choices: Iterable[str] = (), src: str = "E"
+    name: str,
+    kind: Kind,
+    *aliases: str,
+    choices: Iterable[str] = (),
+    src: str = "E",
+    folded: bool = False,
 ) -> VllmFlag:
-    return VllmFlag(name, kind, tuple(aliases), tuple(choices), src)
+    return VllmFlag(name, kind, tuple(aliases), tuple(choices), src, folded)
 
 
 _K = Kind
@@ -151,8 +159,9 @@ _TABLE: tuple[VllmFlag, ...] = (
     # -cc, as generated from each release (vllm_release_data); -O is --optimization-level there.
     _f("--compilation-config", _K.JSON, "-cc"),
     _f("--max-cudagraph-capture-size", _K.INT, src="F"),
-    _f("--cudagraph-capture-sizes", _K.LIST),
-    _f("--moe-backend", _K.CHOICE, src="F"),
+    _f("--cudagraph-capture-sizes", _K.INT_LIST),
+    # [E] arg_utils.py (0.31-0.34): ``type=lambda s: s.lower().replace("-", "_")``.
+    _f("--moe-backend", _K.CHOICE, src="F", folded=True),
     _f("--attention-backend", _K.STR),
     # Multimodal [F]
     _f("--limit-mm-per-prompt", _K.JSON, src="F"),

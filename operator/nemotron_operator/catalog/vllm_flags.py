@@ -130,7 +130,8 @@ def _check_value(
         return  # a dotted JSON sub-key takes any scalar
     problem = None
     accepted = choices(flag, release)
-    if flag.kind is Kind.INT and not re.fullmatch(r"-?[0-9]+", value):
+    as_read = value.lower().replace("-", "_") if flag.folded else value
+    if flag.kind in (Kind.INT, Kind.INT_LIST) and not re.fullmatch(r"-?[0-9]+", value):
         problem = "an integer"
     elif flag.kind is Kind.FLOAT and not _looks_numeric(value):
         problem = "a number"
@@ -142,7 +143,7 @@ def _check_value(
         and not _HUMAN_INT.fullmatch(value)
     ):
         problem = "an integer (suffixes k/m/g/t ×1000, K/M/G/T ×1024), auto or -1"
-    elif flag.kind in (Kind.CHOICE, Kind.LIST) and accepted and value not in accepted:
+    elif flag.kind in (Kind.CHOICE, Kind.LIST) and accepted and as_read not in accepted:
         problem = "one of " + ", ".join(accepted)
     elif flag.kind is Kind.JSON or (
         flag.kind is Kind.JSON_OR_STR and re.fullmatch(r"(?s)\s*\{.*\}\s*", value)
@@ -239,7 +240,7 @@ def _parse(args: Sequence[str], release: ReleaseSurface | None = None) -> list[F
             if inline is not None:
                 raise FlagError(i, f"{flag.name} is a switch and takes no value (use --no-… off)")
             value = None
-        elif flag.kind is Kind.LIST and inline is None:
+        elif flag.kind in (Kind.LIST, Kind.INT_LIST) and inline is None:
             values = []
             while i + 1 < len(args) and not _is_option(args[i + 1]):
                 i += 1

@@ -214,7 +214,7 @@ def _reads(action: dict[str, Any]) -> str:
     elif action["action"] == "_AppendAction":
         kind = Kind.APPEND
     elif action["nargs"] == "+":
-        kind = Kind.LIST
+        kind = Kind.INT_LIST if action["type"] == "int" else Kind.LIST
     elif action["choices"] is not None:
         kind = Kind.CHOICE
     else:

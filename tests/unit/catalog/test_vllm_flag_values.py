@@ -106,3 +106,18 @@ def test_aliases_and_abbreviations_of_a_release() -> None:
     # An ambiguous prefix is simply unknown (argparse refuses it too).
     ((_, message),) = refusal(v032, "--enable-log", "x")
     assert "has no flag --enable-log" in message
+
+
+def test_moe_backend_is_read_as_vllm_reads_it_and_capture_sizes_are_integers() -> None:
+    # vLLM lower-cases --moe-backend and turns "-" into "_" before checking the choice.
+    for profile in PROFILES:
+        assert refusal(profile, "--moe-backend", "Batched-Triton") == []
+    assert refusal(BY_NAME["0.32"], "--cudagraph-capture-sizes", "8", "16") == []
+    ((path, message),) = refusal(BY_NAME["0.32"], "--cudagraph-capture-sizes", "8", "x16")
+    assert (path, message) == (
+        "spec.engine.extraArgs[2]",
+        "vLLM 0.32.0's --cudagraph-capture-sizes takes an integer, got 'x16'; remove or correct it",
+    )
+    ((path, message),) = refusal(BY_NAME["0.32"], "--collect-detailed-traces", "model", "gpu")
+    assert path == "spec.engine.extraArgs[2]"
+    assert message.startswith("vLLM 0.32.0's --collect-detailed-traces takes one of all, model, ")

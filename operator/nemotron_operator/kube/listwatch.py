@@ -6,9 +6,9 @@ quiet stream stays current); a stream the server ends is re-opened from the last
 and a version the server no longer has (410 Expired), an unreadable event or repeated failures
 make it list again. Until the first list has arrived it is not ``synced`` and readers must not
 use it (they would take every object for missing). Failures are counted and backed off, never
-raised. The operator's informer (``kube/informer.py``: compact JSON, a label index) and the
-simulated nodes' caches (``nemotron_sim/kubeapi/informer.py``: whole objects, events with the
-object before the change) are its two subclasses.
+raised. The operator's informer (``kube/informer.py``: compact JSON, a label index) is one
+subclass; the simulated cluster's caches (whole objects, events with the object before the
+change) are the other.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ DEFAULT_BACKOFFS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 WATCH_SECONDS = 300  # the server ends each stream after this; it is re-opened at once
 
 
-class ListWatch:
+class ListWatch(ABC):
     def __init__(
         self,
         name: str,
@@ -58,21 +59,25 @@ class ListWatch:
         self.not_served = False  # the server answered 404: the loop has ended
 
     # -- what a subclass provides ------------------------------------------------------------
+    @abstractmethod
     async def list_objects(self) -> tuple[list[dict[str, Any]], str]:
         """Every object (with apiVersion and kind) and the list's ``resourceVersion``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def watch_events(self, version: str) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch from ``version``, with bookmarks, for ``WATCH_SECONDS``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def take_list(self, items: list[dict[str, Any]]) -> None:
         """Replace what is kept by a list's ``items`` (before ``synced`` is set the first time)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def take_event(self, kind: str, obj: dict[str, Any]) -> None:
         """Keep what an ``ADDED``, ``MODIFIED`` or ``DELETED`` event says."""
-        raise NotImplementedError
+        ...
 
     def report_forbidden(self, error: ApiError) -> None:
         """Said once when a 403 starts a run of failures."""

@@ -1,10 +1,11 @@
-"""Container probes as the kubelet runs them: ``httpGet`` and ``tcpSocket`` against the pod IP.
+"""Container probes as the kubelet runs them: ``httpGet``, ``tcpSocket`` and ``grpc`` (the
+standard health service, grpc_probe.py) against the pod IP.
 
 Timing follows the probe's fields (defaults: period 10 s, timeout 1 s, failureThreshold 3,
 successThreshold 1, no initial delay); delays and periods are multiplied by a cluster-level
 ``time_scale`` so tests can run real probe specs quickly (timeouts are not: on a busy machine a
-shortened timeout would fail healthy processes). ``exec`` and ``grpc`` probes are not run (a
-Warning event says so, and they count as succeeding). Failure messages are the kubelet's.
+shortened timeout would fail healthy processes). ``exec`` probes are not run (a Warning event
+says so, and they count as succeeding). Failure messages are the kubelet's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+
+from nemotron_sim.kubelet.grpc_probe import grpc_probe
 
 
 def resolve_port(port: Any, container: Mapping[str, Any]) -> int | None:
@@ -33,7 +36,7 @@ def resolve_port(port: Any, container: Mapping[str, Any]) -> int | None:
 
 @dataclass(frozen=True)
 class ProbeSpec:
-    kind: str  # "http", "tcp" or "unsupported"
+    kind: str  # "http", "tcp", "grpc" or "unsupported"
     port: int | None
     path: str
     scheme: str
@@ -44,6 +47,7 @@ class ProbeSpec:
     success_threshold: int
     failure_threshold: int
     grace: int | None  # the probe's terminationGracePeriodSeconds (liveness/startup)
+    service: str = ""  # a grpc probe's service name
 
     @classmethod
     def parse(
@@ -61,6 +65,9 @@ class ProbeSpec:
         elif probe.get("tcpSocket"):
             kind, port = "tcp", resolve_port(probe["tcpSocket"].get("port"), container)
             path, scheme, headers = "", "", ()
+        elif probe.get("grpc"):
+            kind, port = "grpc", resolve_port(probe["grpc"].get("port"), container)
+            path, scheme, headers = "", "", ()
         else:
             kind, port, path, scheme, headers = "unsupported", None, "", "", ()
         grace = probe.get("terminationGracePeriodSeconds")
@@ -76,6 +83,7 @@ class ProbeSpec:
             success_threshold=int(probe.get("successThreshold", 1)),
             failure_threshold=int(probe.get("failureThreshold", 3)),
             grace=None if grace is None else int(grace),
+            service=str((probe.get("grpc") or {}).get("service") or ""),
         )
 
 
@@ -115,6 +123,8 @@ async def probe_once(
         return True, ""
     if spec.kind == "tcp":
         return await _tcp(spec, host, spec.port)
+    if spec.kind == "grpc":
+        return await grpc_probe(host, spec.port, spec.service, spec.timeout)
     return await _http(spec, host, spec.port, session)
 
 

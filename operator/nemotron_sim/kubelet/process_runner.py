@@ -234,7 +234,7 @@ class ProcessContainer:
         for spec in (startup, liveness, readiness):
             if spec is not None and spec.kind == "unsupported":
                 self._record("Unhealthy", "Probe not supported by the simulated kubelet "
-                             "(exec/grpc): treated as succeeding", True)  # fmt: skip
+                             "(exec): treated as succeeding", True)  # fmt: skip
         if startup is not None and not await self._until(process, startup, "Startup", True):
             return
         self.state.started = True

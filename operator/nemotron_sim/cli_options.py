@@ -84,8 +84,9 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--addons", default="", metavar="NAME[,...]",
         help="real controllers of other projects to run in the cluster: lws (LeaderWorkerSet, "
-        "built by hack/build-lws.sh), monitoring (the Prometheus Operator and Prometheus), keda "
-        "(built by hack/build-addons.sh)",
+        "built by hack/build-lws.sh), monitoring (the Prometheus Operator and Prometheus), keda, "
+        "gateway (Envoy as the Gateway of class nemotron-sim in front of the real endpoint "
+        "picker) (built by hack/build-addons.sh)",
     )  # fmt: skip
     parser.add_argument(
         "--real-nodes", type=int, default=0, metavar="N",

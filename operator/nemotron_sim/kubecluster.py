@@ -116,7 +116,7 @@ class KubeCluster:
         collector finds their types at once instead of at its next 30 s discovery).
         ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes.
         ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``);
-        ``monitoring`` and ``keda`` real neighbours as pods (``nemotron_sim.addons``).
+        ``monitoring``, ``keda`` and ``gateway`` real neighbours as pods (``nemotron_sim.addons``).
         ``real_nodes``: that many nodes (system nodes first, then GPU nodes) run a real kubelet
         and containerd (nemotron_sim.realnodes) when this machine can; ``real_node_note`` says
         why not otherwise, and the simulated kubelet runs them."""

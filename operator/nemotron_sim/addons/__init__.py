@@ -4,6 +4,8 @@
 
 - ``monitoring``: the Prometheus Operator and the Prometheus it runs (monitoring.py).
 - ``keda``: KEDA's operator (keda.py).
+- ``gateway``: Envoy as the Gateway of class ``nemotron-sim``, in front of the
+  InferencePools' endpoint pickers, which run the real picker (gateway.py).
 
 Each add-on names the images its pods use (run as local processes by the simulated kubelet,
 programs.py), the CRDs to install with the cluster's (from the same module version), and the
@@ -18,12 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons import keda, monitoring
+from nemotron_sim.addons import gateway, keda, monitoring
 from nemotron_sim.addons.binaries import MissingAddonError, built
 
 __all__ = ["COMPONENTS", "Addons", "MissingAddonError", "crds", "install", "parse", "programs"]
 # add-on → the components (hack/build-addons.sh) it needs; the first one's CRDs are installed
-COMPONENTS = {"monitoring": ("prometheus-operator", "prometheus"), "keda": ("keda",)}
+COMPONENTS = {
+    "monitoring": ("prometheus-operator", "prometheus"),
+    "keda": ("keda",),
+    "gateway": ("epp",),
+}
 
 
 @dataclass(frozen=True)
@@ -64,4 +70,4 @@ async def install(api: Transport, names: Iterable[str]) -> None:
         await _MODULES[name].install(api)
 
 
-_MODULES: dict[str, Any] = {"monitoring": monitoring, "keda": keda}
+_MODULES: dict[str, Any] = {"monitoring": monitoring, "keda": keda, "gateway": gateway}

@@ -9,17 +9,23 @@ address as its listen address; nothing else about it changes:
 - ``config-reloader``: a stand-in for prometheus-config-reloader (monitoring.py says why).
 - ``keda``: KEDA's operator (keda.py says what it is given).
 - ``epp``: the Gateway API Inference Extension's endpoint picker, with its config's apiVersion
-  rewritten to the picker's own group (``epp_config``).
+  rewritten to the picker's own group (``epp_config``) and its ports shifted behind a forwarder
+  (``EPP_PORT_SHIFT``).
+- ``gateway``: Envoy and the loop that programs it (gateway_program.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import datetime
+import functools
 import gzip
 import json
 import os
 import re
+import signal
 import ssl
 import sys
 import time
@@ -69,15 +75,24 @@ def run_binary(component: str, binary: str, args: Sequence[str]) -> None:
 
 def kube_get(path: str) -> Any:
     """GET from kube-apiserver with the pod's ServiceAccount (its KUBECONFIG)."""
+    return kube_request("GET", path)
+
+
+def kube_request(method: str, path: str, body: Any = None, content_type: str = "") -> Any:
+    """A call to kube-apiserver with the pod's ServiceAccount (its KUBECONFIG); the answer."""
     config = yaml.safe_load(Path(os.environ["KUBECONFIG"]).read_text())
     cluster = config["clusters"][0]["cluster"]
     token = config["users"][0]["user"]["token"]
     context = ssl.create_default_context(
         cadata=base64.b64decode(cluster["certificate-authority-data"]).decode()
     )
+    headers = {"Authorization": f"Bearer {token}"}
+    if content_type:
+        headers["Content-Type"] = content_type
     request = urllib.request.Request(  # noqa: S310 (the cluster's API server)
-        cluster["server"] + path, headers={"Authorization": f"Bearer {token}"}
-    )
+        cluster["server"] + path, method=method, headers=headers,
+        data=None if body is None else json.dumps(body).encode(),
+    )  # fmt: skip
     with urllib.request.urlopen(request, timeout=10, context=context) as response:  # noqa: S310
         return json.loads(response.read())
 
@@ -190,28 +205,78 @@ def epp_config(text: str) -> str:
 # The picker listens on all addresses (v1.5.0 has port flags, no address flags); in the shared
 # network namespace the simulated kube-proxy already holds its Service's ClusterIP:9002/9003/9090,
 # so a wildcard bind of the same ports fails ("address already in use"). Each port moves by
-# this much; a client addresses the pod directly (podIP:19002), not through the Service.
+# this much, and the program forwards the pod's own address and the original port to it: the
+# pod answers at podIP:9002/9003/9090 as the real one does (its Service, its gRPC probes).
 EPP_PORT_SHIFT = 10000
 EPP_PORT_FLAGS = ("--grpc-port", "--grpc-health-port", "--metrics-port")
 
 
-def epp(args: Sequence[str]) -> None:
-    """The real endpoint picker with the operator's arguments, its three ports shifted by
-    EPP_PORT_SHIFT; its config file (a container path) read from the mount and written,
-    apiVersion rewritten, into the pod's home."""
-    mounted, kept, config = mounts(), list(args), Path(os.environ.get("HOME") or ".")
+def epp_arguments(args: Sequence[str], home: Path) -> tuple[list[str], dict[int, int]]:
+    """The picker's arguments with its ports shifted (and the ports: original → shifted) and
+    its config file (a container path) read from the mount and written, apiVersion rewritten,
+    into ``home``."""
+    mounted, kept, ports = mounts(), list(args), {}
     for flag in EPP_PORT_FLAGS:
         if flag in kept[:-1]:
             at = kept.index(flag) + 1
-            kept[at] = str(int(kept[at]) + EPP_PORT_SHIFT)
+            ports[int(kept[at])] = int(kept[at]) + EPP_PORT_SHIFT
+            kept[at] = str(ports[int(kept[at])])
     if "--config-file" in kept:
         at = kept.index("--config-file") + 1
         source = Path(remapped(kept[at], mounted))
-        config.mkdir(parents=True, exist_ok=True)
-        target = config / source.name
+        home.mkdir(parents=True, exist_ok=True)
+        target = home / source.name
         target.write_text(epp_config(source.read_text()))
         kept[at] = str(target)
-    run_binary("epp", "epp", kept)
+    return kept, ports
+
+
+def epp(args: Sequence[str]) -> None:
+    """The real endpoint picker with the operator's arguments (epp_arguments), behind a
+    forwarder from the pod's address and original ports; exits as the picker does."""
+    kept, ports = epp_arguments(args, Path(os.environ.get("HOME") or "."))
+    program = str(built("epp") / "bin" / "epp")
+    sys.exit(asyncio.run(forwarding(program, kept, ports)))
+
+
+async def forwarding(program: str, args: Sequence[str], ports: Mapping[int, int]) -> int:
+    picker = await asyncio.create_subprocess_exec(program, *args)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, picker.send_signal, signum)
+    servers = [
+        await asyncio.start_server(functools.partial(_forward, port=to), pod_ip(), port)
+        for port, to in ports.items()
+    ]
+    try:
+        return await picker.wait()
+    finally:
+        for server in servers:
+            server.close()
+
+
+async def _forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int) -> None:
+    try:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        writer.close()
+        return
+    try:
+        await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+    finally:
+        for side in (writer, upstream_writer):
+            with contextlib.suppress(OSError):
+                side.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until end of stream, then half-close (the other way may still be talking)."""
+    with contextlib.suppress(OSError):
+        while chunk := await reader.read(65536):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
 
 
 def main(argv: Sequence[str]) -> None:
@@ -228,6 +293,10 @@ def main(argv: Sequence[str]) -> None:
         epp(args)
     elif name == "config-reloader":
         config_reloader(args)
+    elif name == "gateway":
+        from nemotron_sim.addons import gateway_program  # noqa: PLC0415 (it imports this module)
+
+        gateway_program.main(args)
     else:
         sys.exit(f"nemotron_sim.addons.programs: unknown program {name!r}")
 

@@ -12,10 +12,12 @@
 #                                            module version into crds/ and manifests/
 #   hack/build-addons.sh --print-dir COMPONENT   print that directory (build nothing)
 #
-# Components and their entry points (tool lines of the recipe module):
+# Components, their entry points (tool lines of the recipe module) and the files copied out of
+# their modules are listed in hack/addons/components:
 #   prometheus-operator  github.com/prometheus-operator/prometheus-operator/cmd/operator
 #   prometheus           github.com/prometheus/prometheus/cmd/prometheus (Kubernetes SD only)
-#   keda                 github.com/kedacore/keda/v2/cmd/operator (its metrics adapter is not built)
+#   keda                 github.com/kedacore/keda/v2/cmd/operator and cmd/adapter (its metrics
+#                        adapter, external.metrics.k8s.io, as bin/keda-adapter)
 #   epp                  sigs.k8s.io/gateway-api-inference-extension/cmd/epp (the endpoint picker,
 #                        v1.5.0: the last release with the full picker; v1.6 keeps a round robin)
 # Measured cold CPU figures are in docs/simulated-cluster.md.
@@ -23,29 +25,29 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 say() { echo "build-addons: $*" >&2; }
 
-# component -> "main module|binary=package ...|build tags|crds/ files|manifests/ files" (the
-# files are paths inside the main module)
+COMPONENTS="$ROOT/hack/addons/components"
+line() { grep "^$1|" "$COMPONENTS" || true; }  # line COMPONENT: its line of hack/addons/components
+known() { grep -v '^#' "$COMPONENTS" | cut -d'|' -f1 | tr '\n' ' '; }
+
+# component -> "main module|binary=package ...|build tags|crds/ files|manifests/ files"
 spec() {
-  case "$1" in
-    prometheus-operator) echo "github.com/prometheus-operator/prometheus-operator|prometheus-operator=github.com/prometheus-operator/prometheus-operator/cmd/operator||example/prometheus-operator-crd/monitoring.coreos.com_{prometheuses,podmonitors,servicemonitors,probes,scrapeconfigs,prometheusrules}.yaml|example/rbac/prometheus-operator/prometheus-operator-{cluster-role,cluster-role-binding,service-account,deployment}.yaml example/rbac/prometheus/prometheus-*.yaml" ;;
-    prometheus) echo "github.com/prometheus/prometheus|prometheus=github.com/prometheus/prometheus/cmd/prometheus|remove_all_sd,enable_kubernetes_sd||" ;;
-    keda) echo "github.com/kedacore/keda/v2|keda=github.com/kedacore/keda/v2/cmd/operator||config/crd/bases/*.yaml|config/manager/manager.yaml config/rbac/role.yaml config/rbac/role_binding.yaml config/service_account/service_account.yaml" ;;
-    epp) echo "sigs.k8s.io/gateway-api-inference-extension|epp=sigs.k8s.io/gateway-api-inference-extension/cmd/epp|||" ;;
-    *) say "unknown component '$1' (known: prometheus-operator prometheus keda epp)"; exit 2 ;;
-  esac
+  local found
+  found="$(line "$1")"
+  [ -n "$found" ] || { say "unknown component '$1' (known: $(known))"; exit 2; }
+  echo "${found#*|}"
 }
 
 outdir() {  # outdir COMPONENT
   local recipe="$ROOT/hack/addons/$1" module version hash
   module="$(spec "$1" | cut -d'|' -f1)"
   version="$(sed -n "s|^[[:space:]]*$module \(v[^ ]*\).*|\1|p" "$recipe/go.mod" | head -1)"
-  hash="$(cat "$recipe/go.mod" "$recipe/go.sum" | sha256sum | cut -c1-12)"
+  hash="$( { cat "$recipe/go.mod" "$recipe/go.sum"; line "$1"; } | sha256sum | cut -c1-12)"
   echo "$ROOT/.cache/addons/$1-${version}_$hash"
 }
 
 build_one() {  # build_one COMPONENT
   local name="$1" recipe="$ROOT/hack/addons/$1" out module binaries tags crds manifests tmp start
-  local pair version dir file
+  local pair version dir file src rel
   IFS='|' read -r module binaries tags crds manifests <<<"$(spec "$name")"
   out="$(outdir "$name")"
   if [ -f "$out/.complete" ]; then say "up to date: $out"; return 0; fi
@@ -67,7 +69,13 @@ build_one() {  # build_one COMPONENT
     dir="$(go mod download -json "$module" | sed -n 's/.*"Dir": "\([^"]*\)".*/\1/p')"
     [ -n "$dir" ] || { say "no module directory for $module"; exit 1; }
     for file in $crds; do eval cp "$dir/$file" "$tmp/crds/"; done
-    for file in $manifests; do eval cp "$dir/$file" "$tmp/manifests/"; done
+    for file in $manifests; do  # at their path inside the module
+      for src in $(eval echo "$dir/$file"); do
+        rel="${src#"$dir"/}"
+        mkdir -p "$tmp/manifests/$(dirname "$rel")"
+        cp "$src" "$tmp/manifests/$rel"
+      done
+    done
     chmod -R u+w "$tmp"
   )
   trap - EXIT
@@ -79,5 +87,5 @@ build_one() {  # build_one COMPONENT
 if [ "${1:-}" = "--print-dir" ]; then spec "$2" >/dev/null; outdir "$2"; exit 0; fi
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 command -v go >/dev/null || { say "go is not on PATH (Go >= 1.26 is needed to build the add-ons)"; exit 1; }
-[ $# -gt 0 ] || { say "usage: $0 COMPONENT... (prometheus-operator prometheus keda epp)"; exit 2; }
+[ $# -gt 0 ] || { say "usage: $0 COMPONENT... ($(known))"; exit 2; }
 for c in "$@"; do build_one "$c"; done

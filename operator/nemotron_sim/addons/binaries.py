@@ -2,7 +2,8 @@
 module (the recipe ``hack/addons/<component>/``) into ``.cache/addons/<key>/`` — ``bin/`` the
 binaries, ``crds/`` and ``manifests/`` the project's own CRDs and manifests of the same version —
 where the key names the component's version and a hash of the recipe's ``go.mod`` and
-``go.sum``. This module computes the same key (a test checks the two agree)."""
+``go.sum`` and of the component's line of ``hack/addons/components`` (what is built and copied).
+This module computes the same key (a test checks the two agree)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,21 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parents[3]
 RECIPES = _ROOT / "hack" / "addons"
 CACHE = _ROOT / ".cache" / "addons"
+
+
+def _lines() -> dict[str, str]:
+    """component → its line of hack/addons/components (``component|module|binaries|...``)."""
+    text = (RECIPES / "components").read_text()
+    return {
+        line.split("|", 1)[0]: line
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+
+
+LINES = _lines()
 # component → its main module (the version in the key is the one the recipe requires)
-MODULES = {
-    "prometheus-operator": "github.com/prometheus-operator/prometheus-operator",
-    "prometheus": "github.com/prometheus/prometheus",
-    "keda": "github.com/kedacore/keda/v2",
-    "epp": "sigs.k8s.io/gateway-api-inference-extension",
-}
+MODULES = {name: line.split("|")[1] for name, line in LINES.items()}
 
 
 # What an add-on's image runs in the simulated kubelet (programs.py, with the program's name)
@@ -43,6 +52,7 @@ def addon_dir(component: str) -> Path:
     digest = hashlib.sha256()
     for name in ("go.mod", "go.sum"):
         digest.update((RECIPES / component / name).read_bytes())
+    digest.update(f"{LINES[component]}\n".encode())
     return CACHE / f"{component}-{version(component)}_{digest.hexdigest()[:12]}"
 
 

@@ -35,7 +35,7 @@ SCRAPE_INTERVAL = "1s"
 def objects() -> list[dict[str, Any]]:
     manifests = built("prometheus-operator") / "manifests"
     built("prometheus")  # its pod needs it: fail here, naming the build, not in the kubelet
-    published = [in_namespace(o, NAMESPACE) for o in load(sorted(manifests.glob("*.yaml")))]
+    published = [in_namespace(o, NAMESPACE) for o in load(sorted(manifests.rglob("*.yaml")))]
     labels = {"app.kubernetes.io/name": "prometheus", "prometheus": PROMETHEUS}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},

@@ -22,7 +22,11 @@ from nemotron_operator.render import names as n
 from nemotron_operator.render.names import Names
 
 SCALED_OBJECT_API_VERSION = "keda.sh/v1alpha1"
-TRIGGER_NAME = "demand"  # the trigger's name: KEDA's metric is named after it
+# The trigger's name. The external metric KEDA's HPA reads is not named after it: KEDA names it
+# s<index>-<scaler type>, here ``s0-prometheus`` (pkg/scalers/scaler.go
+# ``GenerateMetricNameWithIndex``; the ScaledObject's status.externalMetricNames and the HPA's
+# metric with KEDA v2.21.0's adapter, tests/integration/addons/test_keda_scale_to_zero.py).
+TRIGGER_NAME = "demand"
 
 
 def keda_number(value: float) -> str:

@@ -33,12 +33,18 @@ def resource_key(obj: dict[str, Any]) -> ResourceKey:
     return ResourceKey(group, version, _PLURALS.get(kind, kind.lower() + "s"))
 
 
+SYSTEM_NAMESPACE = "kube-system"
+
+
 def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
-    """The object moved into ``namespace`` (and a binding's ServiceAccount subjects with it)."""
-    if obj["kind"] not in _CLUSTER_KINDS:
+    """The object moved into ``namespace`` (and a binding's ServiceAccount subjects with it).
+    What a manifest puts in ``kube-system`` stays there: a RoleBinding to the system's
+    ``extension-apiserver-authentication-reader`` Role, a binding whose subject is a control
+    plane controller's ServiceAccount (KEDA's metrics adapter has both)."""
+    if obj["kind"] not in _CLUSTER_KINDS and obj["metadata"].get("namespace") != SYSTEM_NAMESPACE:
         obj["metadata"]["namespace"] = namespace
     for subject in obj.get("subjects") or []:
-        if subject.get("kind") == "ServiceAccount":
+        if subject.get("kind") == "ServiceAccount" and subject.get("namespace") != SYSTEM_NAMESPACE:
             subject["namespace"] = namespace
     return obj
 

@@ -7,7 +7,8 @@ address as its listen address; nothing else about it changes:
 
 - ``prometheus-operator``, ``prometheus``: the real binaries (``hack/build-addons.sh``).
 - ``config-reloader``: a stand-in for prometheus-config-reloader (monitoring.py says why).
-- ``keda``: KEDA's operator (keda.py says what it is given).
+- ``keda``, ``keda-adapter``: KEDA's operator and its metrics adapter (keda.py says what they
+  are given).
 - ``epp``: the Gateway API Inference Extension's endpoint picker, with its config's apiVersion
   rewritten to the picker's own group (``epp_config``) and its ports shifted behind a forwarder
   (``EPP_PORT_SHIFT``).
@@ -19,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import datetime
 import functools
 import gzip
 import json
@@ -37,7 +37,6 @@ from typing import Any
 import yaml
 
 from nemotron_sim.addons.binaries import built
-from nemotron_sim.controlplane.pki import Authority
 from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
 from nemotron_sim.kubelet.process_runner import POD_IP_ENV
 from nemotron_sim.vllm.lora import resolve_mount
@@ -164,27 +163,45 @@ def reload_prometheus() -> None:
         say(f"reload failed: {error}")
 
 
+CERTS = "/certs"  # where KEDA's Deployments mount the kedaorg-certs Secret
+
+
 def keda(args: Sequence[str]) -> None:
+    """KEDA's operator with the Secret's certificates (keda.py), cert rotation and patching off,
+    its three listeners on the pod's address."""
     ip = pod_ip()
-    certs = Path(os.environ.get("HOME") or ".") / "certs"
-    authority = Authority(certs / "ca", datetime.datetime.now(datetime.UTC))
     namespace = os.environ.get("POD_NAMESPACE", "keda")
-    service = ("keda-operator", f"keda-operator.{namespace}.svc")
-    pair = authority.issue("keda-operator", "keda-operator", server=True, ips=(ip,), dns=service)
-    certs.mkdir(parents=True, exist_ok=True)
-    for source, name in (
-        (pair.cert, "tls.crt"),
-        (pair.key, "tls.key"),
-        (authority.ca.cert, "ca.crt"),
-    ):
-        (certs / name).write_bytes(source.read_bytes())
     kept = [a for a in args if not a.startswith(("--enable-cert-rotation", "--cert-dir"))]
     os.environ.setdefault("KEDA_CLUSTER_OBJECT_NAMESPACE", namespace)
     run_binary("keda", "keda", [
-        *kept, "--enable-cert-rotation=false", f"--cert-dir={certs}",
+        *kept, "--enable-cert-rotation=false", f"--cert-dir={remapped(CERTS, mounts())}",
         "--enable-webhook-patching=false", "--enable-apiservice-patching=false",
         f"--metrics-bind-address={ip}:8080", f"--health-probe-bind-address={ip}:8081",
         f"--metrics-service-bind-address={ip}:9666",
+    ])  # fmt: skip
+
+
+def keda_adapter(args: Sequence[str]) -> None:
+    """KEDA's metrics adapter with its Deployment's arguments (paths → the mounts) plus what a
+    process pod needs: its pod's address for its API server; its own /metrics on a free port
+    (``--port`` binds every address: 8080 there would collide with the pods' and Services'
+    8080s in the shared network namespace); the pod's kubeconfig for its client, delegated
+    authentication and authorization (no token at the in-cluster path); and the operator's
+    gRPC metrics service by its Service's ClusterIP (no cluster DNS), the TLS name being the
+    Service's DNS name, which the certificate carries (``--metrics-service-grpc-authority``,
+    KEDA's flag for exactly this)."""
+    mounted, kubeconfig = mounts(), os.environ["KUBECONFIG"]
+    namespace = os.environ.get("POD_NAMESPACE", "keda")
+    service = kube_get(f"/api/v1/namespaces/{namespace}/services/keda-operator")
+    operator = f"{service['spec']['clusterIP']}:9666"
+    os.environ.setdefault("KEDA_CLUSTER_OBJECT_NAMESPACE", namespace)
+    kept = [remapped(a, mounted) for a in args if not a.startswith(("--bind-address", "--port"))]
+    run_binary("keda", "keda-adapter", [
+        *kept, f"--bind-address={pod_ip()}", "--port=0",
+        f"--lister-kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        f"--metrics-service-address={operator}",
+        f"--metrics-service-grpc-authority=keda-operator.{namespace}.svc",
     ])  # fmt: skip
 
 
@@ -289,6 +306,8 @@ def main(argv: Sequence[str]) -> None:
         run_binary(name, name, with_listen(paths, "--web.listen-address", 9090))
     elif name == "keda":
         keda(args)
+    elif name == "keda-adapter":
+        keda_adapter(args)
     elif name == "epp":
         epp(args)
     elif name == "config-reloader":

@@ -104,6 +104,10 @@ class Settings:
     # A /24 of pod addresses per node from the /16 cluster range (``network.node_cidr_mask_size``
     # narrows it for clusters of more than 256 nodes).
     node_cidr_mask_size: int = 24
+    # How often kube-controller-manager's HPA controller syncs each HorizontalPodAutoscaler
+    # (``--horizontal-pod-autoscaler-sync-period``; Kubernetes' default 15 s): a test that waits
+    # for an HPA to act sets it to 1.
+    hpa_sync_seconds: int = 15
     verbosity: int = 1
 
 
@@ -197,6 +201,7 @@ def kube_controller_manager(plan: AddressPlan, layout: Layout, settings: Setting
         f"--node-monitor-period={settings.node_monitor_period_seconds}s",
         f"--node-monitor-grace-period={settings.node_monitor_grace_seconds}s",
         "--controllers=*",
+        f"--horizontal-pod-autoscaler-sync-period={settings.hpa_sync_seconds}s",
         f"--kube-api-qps={settings.controller_qps}",
         f"--kube-api-burst={settings.controller_qps * 3 // 2}",
         "--profiling=false",

@@ -152,6 +152,9 @@ async def _http(
             headers=dict(spec.headers) or None,
             timeout=aiohttp.ClientTimeout(total=spec.timeout),
             allow_redirects=False,
+            # The kubelet does not verify an HTTPS probe's certificate (Kubernetes' probe docs:
+            # "the kubelet sends an HTTPS request skipping the certificate verification").
+            ssl=spec.scheme != "https",
         ) as response:
             status = response.status
     except TimeoutError:

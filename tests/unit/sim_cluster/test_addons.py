@@ -4,13 +4,17 @@ config-reloader and the programs make to paths and listen addresses."""
 
 from __future__ import annotations
 
+import datetime
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from nemotron_sim import addons
+from nemotron_sim.addons import keda
 from nemotron_sim.addons.apply import in_namespace, resource_key
 from nemotron_sim.addons.binaries import MODULES, addon_dir
 from nemotron_sim.addons.programs import (
@@ -111,3 +115,45 @@ def test_the_picker_config_gets_the_pickers_own_group_and_nothing_else() -> None
     edited_text = epp_config(text)
     assert edited_text.splitlines()[0] == f"apiVersion: {EPP_CONFIG_API_VERSION}"
     assert edited_text.splitlines()[1:] == text.splitlines()[1:]
+
+
+def test_what_a_manifest_puts_in_kube_system_stays_there() -> None:
+    # KEDA's config/metrics-server/role_binding.yaml: the adapter may read kube-system's
+    # extension-apiserver-authentication ConfigMap, and the HPA controller may read its metrics.
+    reader = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "keda-auth-reader", "namespace": "kube-system"},
+        "subjects": [{"kind": "ServiceAccount", "name": "keda-operator", "namespace": "keda"}],
+    }
+    assert in_namespace(reader, "elsewhere")["metadata"]["namespace"] == "kube-system"
+    assert reader["subjects"][0]["namespace"] == "elsewhere"
+    hpa = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "keda-hpa-controller-external-metrics"},
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": "horizontal-pod-autoscaler",
+                "namespace": "kube-system",
+            }
+        ],
+    }
+    assert in_namespace(hpa, "keda")["subjects"][0]["namespace"] == "kube-system"
+
+
+def test_kedas_certificate_serves_both_services_and_is_its_own_client() -> None:
+    certs = keda.certificates(datetime.datetime.now(datetime.UTC))
+    ca = x509.load_pem_x509_certificate(certs["ca.crt"])
+    leaf = x509.load_pem_x509_certificate(certs["tls.crt"])
+    leaf.verify_directly_issued_by(ca)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    dns = set(names.get_values_for_type(x509.DNSName))
+    # kube-apiserver verifies the adapter as <service>.<namespace>.svc; the adapter dials the
+    # operator's gRPC service with that name as its authority.
+    assert {"keda-metrics-apiserver.keda.svc", "keda-operator.keda.svc"} <= dns
+    assert "keda-operator.keda.svc.cluster.local" in dns
+    usages = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH} <= set(usages)
+    assert certs["tls.key"].startswith(b"-----BEGIN PRIVATE KEY-----")

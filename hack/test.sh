@@ -16,9 +16,9 @@ VLLM_PID=$!
 # fetched now, beside the builds; lint runs the check itself and reports it.
 "$ROOT/hack/verify-vllm-releases.sh" >"$ROOT/.cache/verify-vllm-releases.log" 2>&1 &
 WHEELS_PID=$!
-# KEDA's operator for the `keda` add-on and the endpoint picker (tests/integration/addons): 866 +
-# 225 s of CPU on a cold Go cache (KEDA: every scaler's SDK; ~9 minutes of both cores if built in
-# line). Built in the background
+# KEDA's operator and metrics adapter for the `keda` add-on and the endpoint picker
+# (tests/integration/addons): 866 + 91 + 225 s of CPU on a cold Go cache (KEDA: every scaler's
+# SDK; ~10 minutes of both cores if built in line). Built in the background
 # at the lowest priority, so it takes only the CPU the steps below leave idle (module and apt
 # downloads, the image builds' I/O, lint's single-threaded checks) and barely slows them, and
 # waited for just before pytest; a no-op once built.

@@ -14,14 +14,16 @@ objects to apply once the nodes are up.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons import gateway, keda, monitoring
 from nemotron_sim.addons.binaries import MissingAddonError, built
+
+if TYPE_CHECKING:
+    from nemotron_operator.kube.transport import Transport
 
 __all__ = ["COMPONENTS", "Addons", "MissingAddonError", "crds", "install", "parse", "programs"]
 # add-on → the components (hack/build-addons.sh) it needs; the first one's CRDs are installed
@@ -55,7 +57,7 @@ def programs(names: Iterable[str]) -> Addons:
     images: dict[str, tuple[str, ...]] = {}
     commands: dict[str, tuple[str, ...]] = {}
     for name in chosen:
-        module = _MODULES[name]
+        module = _module(name)
         images.update(module.IMAGES)
         commands.update(module.COMMANDS)
     return Addons(chosen, images, commands)
@@ -67,7 +69,10 @@ def crds(names: Iterable[str]) -> list[Path]:
 
 async def install(api: Transport, names: Iterable[str]) -> None:
     for name in parse(list(names)):
-        await _MODULES[name].install(api)
+        await _module(name).install(api)
 
 
-_MODULES: dict[str, Any] = {"monitoring": monitoring, "keda": keda, "gateway": gateway}
+def _module(name: str) -> Any:
+    """The add-on's module, imported when needed: the programs its pods run import this
+    package, and start faster without the operator's client (a probe's window is short)."""
+    return importlib.import_module(f"nemotron_sim.addons.{name}")

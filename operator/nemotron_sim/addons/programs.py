@@ -37,9 +37,12 @@ from typing import Any
 import yaml
 
 from nemotron_sim.addons.binaries import built
-from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
-from nemotron_sim.kubelet.process_runner import POD_IP_ENV
-from nemotron_sim.vllm.lora import resolve_mount
+
+# The simulated kubelet's variables (nemotron_sim/kubelet/podfiles.py MOUNTS_ENV,
+# process_runner.py POD_IP_ENV; a unit test checks they agree). Not imported: a program's start
+# counts against its pod's probes, and those modules bring the simulator's heavier imports.
+MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
+POD_IP_ENV = "NEMOTRON_SIM_POD_IP"
 
 _VARIABLE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 
@@ -50,6 +53,15 @@ def mounts() -> dict[str, str]:
 
 def pod_ip() -> str:
     return os.environ.get(POD_IP_ENV) or "127.0.0.1"
+
+
+def resolve_mount(path: str, mounted: Mapping[str, str]) -> Path | None:
+    """A container path through the pod's mounts, longest mountPath first (the stand-in vLLM's
+    rule, nemotron_sim/vllm/lora.py, not imported: see MOUNTS_ENV); None outside them."""
+    for mount in sorted(mounted, key=len, reverse=True):
+        if path == mount or path.startswith(mount.rstrip("/") + "/"):
+            return Path(mounted[mount]) / path[len(mount) :].lstrip("/")
+    return None
 
 
 def remapped(value: str, mounted: Mapping[str, str]) -> str:

@@ -33,6 +33,7 @@ from tests.integration.conftest import DEFAULT_OPTIONS
 from tests.integration.operator.helpers import (
     NAMESPACE,
     PODS,
+    STATEFULSETS,
     apply,
     condition,
     deployment,
@@ -42,7 +43,10 @@ from tests.integration.operator.helpers import (
 from tests.integration.operator_process import OperatorProcess, ensure_namespace, install_crds
 from tests.kube import ClusterPool, KubeHandle
 
-CLUSTER = {**DEFAULT_OPTIONS, "addons": ["gateway"]}
+# Probes at a fifth of their periods (the tier's default is a tenth): the picker's liveness
+# probe (5 s delay, 3 failures 10 s apart) then kills a picker not serving within 7 s instead of
+# 3.5 s, which a loaded machine needs for its start and first sync.
+CLUSTER = {**DEFAULT_OPTIONS, "addons": ["gateway"], "probe_time_scale": 0.2}
 POOLS = ResourceKey("inference.networking.k8s.io", "v1", "inferencepools")
 NODES = ResourceKey("", "v1", "nodes")
 GATEWAY_OBJECT = {
@@ -183,9 +187,11 @@ def gateway(
             operator.stop()
             print(f"--- operator log (last 8000 characters of {operator.log_path}) ---")
             print(operator.log()[-8000:])
-            for pod in cluster.list(PODS, "gateway"):
-                print(f"--- {pod['metadata']['name']} ---")
-                print(cluster.logs("gateway", pod["metadata"]["name"])[-4000:])
+            for namespace, selector in (("gateway", None), (NAMESPACE, PICKER)):
+                for pod in cluster.list(PODS, namespace, selector):
+                    print(f"--- {pod['metadata']['name']}: {pod.get('status')} ---")
+                    print(cluster.logs(namespace, pod["metadata"]["name"])[-3000:])
+            print(cluster.kubectl("get", "events", "-n", NAMESPACE).stdout[-3000:])
             cluster.reset()
         operator.check_log()
 
@@ -199,7 +205,12 @@ def test_requests_through_the_gateway_reach_a_serving_pod_the_real_picker_chose(
     assert status(cluster)["endpoint"] == f"http://{envoy['status']['podIP']}:8080/v1"
     # The real picker loaded the operator's configuration: the plan's hybrid block size (2096
     # tokens here), not its own default (16, clamped to 64) or one learned from vLLM.
-    assert loaded_block_size(gateway.picker_log()) == block(cluster) > 64
+    log = gateway.picker_log()
+    assert loaded_block_size(log) == block(cluster) > 64
+    # It scrapes each serving pod by the metric names the operator configured; one the pod does
+    # not export would be "extract failed".
+    assert all(f'"starting collection","endpoint":"{ip}"' in log for ip in gateway.serving())
+    assert "extract failed" not in log
     assert picker_serving(gateway.picker())
     # The pool's cluster in Envoy goes only where the picker's x-gateway-destination-endpoint
     # header says (FailClose: an original-destination cluster), so what the serving pods count
@@ -336,6 +347,21 @@ def test_the_picker_down_fail_close_refuses_fail_open_routes_and_the_condition_f
     cluster.wait_until(lambda: gateway.complete("Back") == 200, every=0.05, what="routed again")
 
 
+def statefulset(cluster: KubeHandle) -> dict[str, Any]:
+    return cluster.get(STATEFULSETS, NAMESPACE, "nano") or {}
+
+
+def rolled_out(cluster: KubeHandle, *, after: int) -> bool:
+    found = statefulset(cluster)
+    state = found.get("status") or {}
+    return (
+        found["metadata"]["generation"] > after
+        and state.get("observedGeneration") == found["metadata"]["generation"]
+        and state.get("updateRevision") == state.get("currentRevision")
+        and state.get("updatedReplicas") == state.get("readyReplicas") == 2
+    )
+
+
 def test_a_longer_max_model_len_restarts_the_picker_on_the_new_block_size(
     gateway: Served,
 ) -> None:
@@ -345,6 +371,7 @@ def test_a_longer_max_model_len_restarts_the_picker_on_the_new_block_size(
     # Between the two block sizes: no whole old block shared, one whole new block.
     family = prompts(1600, 2600, 12)
     before = gateway.spread(family)
+    generation = statefulset(cluster)["metadata"]["generation"]
     cluster.kubectl(
         "patch", "nemotrondeployment", "nano", "-n", NAMESPACE, "--type=merge",
         "-p", '{"spec":{"engine":{"maxModelLen":262144}}}',
@@ -352,6 +379,11 @@ def test_a_longer_max_model_len_restarts_the_picker_on_the_new_block_size(
     cluster.wait_until(lambda: block(cluster) != old, every=0.05, what="a new plan")
     new = block(cluster)
     assert new < 1600 < old
+    # The serving pods replaced (TP 4) and checked by the operator (its behavioural check sends
+    # requests, which the pods' counters would count in the spread below).
+    cluster.wait_until(
+        lambda: rolled_out(cluster, after=generation), seconds=90, what="the serving pods replaced"
+    )
     wait_ready(cluster, seconds=90)
 
     def restarted() -> bool:

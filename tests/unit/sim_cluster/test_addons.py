@@ -157,3 +157,16 @@ def test_kedas_certificate_serves_both_services_and_is_its_own_client() -> None:
     usages = leaf.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH} <= set(usages)
     assert certs["tls.key"].startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
+def test_the_programs_use_the_simulated_kubelets_variables_and_mount_rule() -> None:
+    """Copied into programs.py, not imported (a program's start counts against its probes)."""
+    from nemotron_sim.addons import programs
+    from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
+    from nemotron_sim.kubelet.process_runner import POD_IP_ENV
+    from nemotron_sim.vllm.lora import resolve_mount
+
+    assert (programs.MOUNTS_ENV, programs.POD_IP_ENV) == (MOUNTS_ENV, POD_IP_ENV)
+    mounts = {"/a": "/pods/a", "/a/b": "/pods/ab", "/c/": "/pods/c"}
+    for path in ("/a", "/a/x", "/a/b/y", "/ab", "/c/z", "/d"):
+        assert programs.resolve_mount(path, mounts) == resolve_mount(path, mounts), path

@@ -67,7 +67,11 @@ if [ "$(id -u)" = 0 ] && [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt 
   echo 1024 >/proc/sys/fs/inotify/max_user_instances
 fi
 # pytest exits 5 when it collects no tests; that is a failure here, never a pass. The 30 slowest
-# tests are listed, so that a slow one is seen where it is added.
+# tests are listed, so that a slow one is seen where it is added. Two workers (pytest-xdist), each
+# a test session in a network namespace of its own, whole modules on one worker (their
+# module-scoped clusters and operators are started once): most of the suite waits on processes
+# it started (a control plane, a kubelet, an engine loading), so two sessions fill the two cores
+# the serial suite leaves half idle. TEST_WORKERS=0 runs it serially in one session.
 KEDA_WAIT_START=$(date +%s)
 if ! wait "$KEDA_PID"; then
   cat "$KEDA_LOG" >&2
@@ -75,4 +79,4 @@ if ! wait "$KEDA_PID"; then
   exit 1
 fi
 echo "test: KEDA's and the picker's builds: $(tail -n 2 "$KEDA_LOG" | tr '\n' ' ')(waited $(( $(date +%s) - KEDA_WAIT_START )) s for it)" >&2
-pytest --durations=30 "$@"
+pytest -n "${TEST_WORKERS:-2}" --dist loadfile --durations=30 "$@"

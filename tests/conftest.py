@@ -8,6 +8,7 @@ outside it. Tests that never start a cluster are unaffected (loopback works as b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +33,10 @@ settings.register_profile("fast", max_examples=25, deadline=None)
 
 def pytest_configure(config: pytest.Config) -> None:
     try:
-        netns.enter()
+        # Under pytest-xdist (hack/test.sh runs two workers, whole modules on one worker) each
+        # worker is a test session of its own in a namespace of its own: the clusters two
+        # workers start have the same addresses and ports, which must not meet.
+        netns.enter(fresh=bool(os.environ.get("PYTEST_XDIST_WORKER")))
     except (netns.NamespaceError, OSError) as error:
         # Only the tests that start a cluster need it; they fail with this message.
         _NAMESPACE_ERROR.append(f"cannot make the simulated cluster's network namespace: {error}")

@@ -80,11 +80,14 @@ def _check(result: int, what: str) -> None:
         raise NamespaceError(f"{what} failed: {os.strerror(errno)} (errno {errno})")
 
 
-def enter() -> None:
+def enter(*, fresh: bool = False) -> None:
     """Move this process (it must not have started threads yet) into a new network namespace
     with ``lo`` up and the local range routed to it. Idempotent: inside one already, it does
-    nothing."""
-    if inside():
+    nothing — unless ``fresh``, which makes a new one even there (a parallel test worker, whose
+    parent already entered one, gets a namespace of its own: its clusters' addresses and ports
+    then cannot meet another worker's). Threads started before a fresh namespace keep the old
+    one (a network namespace belongs to a thread); everything started afterwards is inside."""
+    if inside() and not fresh:
         return
     uid, gid = os.getuid(), os.getgid()
     flags = _CLONE_NEWNET if uid == 0 else _CLONE_NEWNET | _CLONE_NEWUSER

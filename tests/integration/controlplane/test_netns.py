@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 PROBE = """
 import os, socket
@@ -57,3 +58,37 @@ def test_joining_a_running_namespace() -> None:
     finally:
         holder.kill()
         holder.wait(5)
+
+
+# One probe test per module, so that --dist loadfile gives each worker one of them.
+WORKER_PROBE = """
+import os, socket
+
+def test_probe():
+    with socket.socket() as s:
+        s.bind(("10.244.3.7", 0))  # the local range works in this worker's namespace
+    with open(os.environ["PROBE_OUT"], "a") as out:
+        worker = os.environ["PYTEST_XDIST_WORKER"]
+        out.write(worker + " " + os.readlink("/proc/self/ns/net") + "\\n")
+"""
+
+
+def test_each_parallel_worker_runs_in_a_namespace_of_its_own(tmp_path: Path) -> None:
+    """hack/test.sh runs two pytest-xdist workers; two workers' clusters have the same addresses
+    and ports (each session numbers its clusters from one), so each worker needs its own
+    namespace, not the one it inherits from the controlling process."""
+    for name in ("test_probe_a.py", "test_probe_b.py"):
+        (tmp_path / name).write_text(WORKER_PROBE)
+    out = tmp_path / "namespaces.txt"
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PROBE_OUT": str(out), "PYTHONPATH": f"{root}:{root / 'operator'}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "tests.conftest",
+         "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-c", "/dev/null", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    seen = dict(line.split() for line in out.read_text().splitlines())
+    assert sorted(seen) == ["gw0", "gw1"], seen
+    assert seen["gw0"] != seen["gw1"]
+    assert os.readlink("/proc/self/ns/net") not in seen.values()

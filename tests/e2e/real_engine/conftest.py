@@ -54,6 +54,8 @@ def engine_cluster(
         "probe_time_scale": 3.0,  # probes 3x slower: on a loaded 2-core machine start-up is minutes
         "crash_backoff_seconds": 1.0,
         "stop_grace_seconds": 10.0,
+        # The real endpoint picker and Envoy as the Gateway (one request path through them)
+        "addons": ["gateway"],
     }
     with start_cluster(workdir, **options) as cluster:
         install_crds(cluster)
@@ -65,7 +67,7 @@ def engine_operator(
     engine_cluster: KubeHandle, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    operator = OperatorProcess(engine_cluster, log)
+    operator = OperatorProcess(engine_cluster, log, extra_args=["--inference-gateway"])
     operator.start()
     try:
         yield operator

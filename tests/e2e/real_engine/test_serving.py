@@ -1,8 +1,9 @@
 """A tiny Nemotron-H with MTP served by vLLM's CPU build through the operator: Ready through the
 readiness gate with vLLM's own parsers, the plan checked against the engine's cache_config_info,
-throughput and MTP acceptance from its counters; a plan the engine cannot meet, a refused flag, the
-pod killed and a rollout. The tests run in file order on one deployment (and a second one, the
-mis-planned, that starts beside it)."""
+throughput and MTP acceptance from its counters, a request through the Gateway (the ``gateway``
+add-on: Envoy and the Inference Extension's real endpoint picker scraping the real engine); a
+plan the engine cannot meet, a refused flag, the pod killed and a rollout. The tests run in file
+order on one deployment (and a second one, the mis-planned, that starts beside it)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,17 @@ from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import NEMOTRON_DEPLOYMENTS, PODS, KubeHandle
 
 SERVICES = ResourceKey("", "v1", "services")
+# Behind the gateway add-on's Envoy (Gateway class nemotron-sim): docs/gateway.md
+GATEWAY = {"enabled": True, "httpRoute": {"parentRefs": [{"name": "gw"}]}}
+GATEWAY_OBJECT = {
+    "apiVersion": "gateway.networking.k8s.io/v1",
+    "kind": "Gateway",
+    "metadata": {"name": "gw", "namespace": "ai"},
+    "spec": {
+        "gatewayClassName": "nemotron-sim",
+        "listeners": [{"name": "http", "protocol": "HTTP", "port": 8080}],
+    },
+}
 NAMESPACE = "ai"
 NAME = "tiny"
 MISPLANNED = "misplanned"
@@ -140,7 +152,10 @@ def served(
     ensure_namespace(cluster, NAMESPACE)
     cluster.kubectl("apply", "-f", "-", input=claim_manifest())
     architecture = write_checkpoint(vllm_python, cluster)
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(deployment(architecture)))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(GATEWAY_OBJECT))
+    tiny = deployment(architecture)
+    tiny["spec"]["gateway"] = GATEWAY
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(tiny))
     # Started beside the first, checked by a later test: one wait for two engine starts. (Not
     # the refused one: its crash loop re-imports vLLM every few seconds; started with them, the
     # two starts took 661 s instead of 232 s, on a machine busier too.)
@@ -227,6 +242,53 @@ def test_throughput_and_mtp_acceptance_come_from_the_engines_counters(served: Ku
     )
     assert throughput["mtpAcceptanceRate"] == 1.0, throughput
     assert throughput["podsSampled"] == 1, throughput
+
+
+def test_a_request_through_the_gateway_reaches_the_engine_the_real_picker_chose(
+    served: KubeHandle,
+) -> None:
+    """Envoy's cluster for the pool goes only where the picker's header says (FailClose), so
+    an answer through status.endpoint (the Gateway's address) is the real picker's choice, made
+    from the real engine's metrics (it scrapes vLLM's /metrics by the names the operator
+    configured)."""
+    served.wait_until(
+        lambda: condition(served, "InferenceGateway").get("status") == "True",
+        seconds=120, every=0.5, what="InferenceGateway=True",
+    )  # fmt: skip
+    pod_ip = serving_pod(served)["status"]["podIP"]
+    before = engine_requests(pod_ip)
+    body = {"model": NAME, "temperature": 0, "max_tokens": 8,
+            "messages": [{"role": "user", "content": "Weather?"}]}  # fmt: skip
+    request = urllib.request.Request(  # noqa: S310 (the gateway's address in the test netns)
+        status(served)["endpoint"] + "/chat/completions", json.dumps(body).encode(),
+        {"Content-Type": "application/json", "X-Gateway-Model-Name": NAME},
+    )  # fmt: skip
+
+    def answered() -> int:
+        try:
+            with urllib.request.urlopen(request, timeout=120) as answer:  # noqa: S310
+                return int(answer.status)
+        except OSError:
+            return 0
+
+    assert served.wait_until(answered, seconds=60, every=0.5, what="an answer through Envoy")
+    assert engine_requests(pod_ip) >= before + 1
+    # The picker read the engine's metrics by the names the operator configured (queue,
+    # running, KV-cache use, cache config): a name vLLM does not export is "extract failed".
+    (picker,) = served.list(PODS, NAMESPACE, "app.kubernetes.io/name=endpoint-picker")
+    log = served.logs(NAMESPACE, picker["metadata"]["name"])
+    assert f'"starting collection","endpoint":"{pod_ip}"' in log
+    assert "extract failed" not in log, log[-4000:]
+
+
+def engine_requests(pod_ip: str) -> float:
+    with urllib.request.urlopen(f"http://{pod_ip}:8000/metrics", timeout=10) as answer:
+        lines = answer.read().decode().splitlines()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in lines
+        if line.startswith("vllm:request_success_total{")
+    )
 
 
 def test_a_command_the_engine_refuses_crash_loops_with_vllms_own_words(

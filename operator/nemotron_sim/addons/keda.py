@@ -18,6 +18,12 @@ config/crd/bases. Their pods run the real binaries (programs.py) with what a pro
   controller's requests to it through the Service (its ClusterIP: the simulated kube-proxy).
 - ``KEDA_CLUSTER_OBJECT_NAMESPACE`` is ``keda`` (as KEDA's Helm chart sets it), webhook and
   APIService patching are off (no KEDA webhooks are installed).
+- **A startup probe** (the manifests have none): each container's liveness probe guards its start
+  too, for up to 60 of its periods, before liveness applies (``with_startup_probe``). KEDA's
+  liveness delays (5 s for the adapter, 25 s for the operator) become 0.5 s and 2.5 s under the
+  tests' probe time scale of 0.1, and on a loaded machine the adapter (a Python wrapper, then a
+  127 MB binary) was killed before it served, in a loop, its APIService unavailable for over 2
+  minutes (seen; the operator restarting during its start was seen once too).
 
 KEDA's operator alone takes a ScaledObject's target between 0 and 1; between 1 and N its HPA
 reads the trigger's metric through the adapter (kube-controller-manager's HPA controller →
@@ -87,6 +93,22 @@ def certificates(now: datetime.datetime) -> dict[str, bytes]:
         }
 
 
+STARTUP_FAILURES = 60  # periods of the liveness probe a container may take to start
+
+
+def with_startup_probe(deployment: dict[str, Any]) -> dict[str, Any]:
+    """Each container with a liveness probe and no startup probe gets one like it, allowed
+    STARTUP_FAILURES failures from the container's start."""
+    for container in deployment["spec"]["template"]["spec"].get("containers") or []:
+        liveness = container.get("livenessProbe")
+        if liveness and "startupProbe" not in container:
+            container["startupProbe"] = {
+                **{k: v for k, v in liveness.items() if k != "initialDelaySeconds"},
+                "failureThreshold": STARTUP_FAILURES,
+            }
+    return deployment
+
+
 def objects(now: datetime.datetime) -> list[dict[str, Any]]:
     manifests = built("keda") / "manifests"
     certs = certificates(now)
@@ -94,6 +116,8 @@ def objects(now: datetime.datetime) -> list[dict[str, Any]]:
     for obj in published:
         if obj["kind"] == "APIService":
             obj["spec"]["caBundle"] = base64.b64encode(certs["ca.crt"]).decode()
+        elif obj["kind"] == "Deployment":
+            with_startup_probe(obj)
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nemotron_operator.kube.errors import ApiError
 from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubelet.quantity import parse_quantity
@@ -116,11 +117,26 @@ def adapter_available(operator: OperatorProcess) -> bool:
     return any(c["type"] == "Available" and c["status"] == "True" for c in conditions)
 
 
+def hpa_reading(operator: OperatorProcess) -> dict[str, Any]:
+    """KEDA's HPA once its last sync read its metric (ScalingActive True), else {}."""
+    hpa = operator.cluster.get(HPAS, NAMESPACE, f"keda-hpa-{NAME}") or {}
+    status = hpa.get("status") or {}
+    active = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    return hpa if status.get("currentMetrics") and active.get("ScalingActive") == "True" else {}
+
+
 def external_metric(operator: OperatorProcess) -> list[dict[str, Any]]:
     """The trigger's metric from external.metrics.k8s.io (KEDA's adapter), as the HPA asks."""
     path = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/{NAMESPACE}/s0-prometheus"
     selector = {"labelSelector": f"scaledobject.keda.sh/name={NAME}"}
-    return list(operator.cluster.request("GET", path, params=selector)["items"])
+    try:
+        return list(operator.cluster.request("GET", path, params=selector)["items"])
+    except ApiError as error:
+        # 503: kube-apiserver holds the APIService unavailable for now (on a loaded machine
+        # its periodic check can time out against the adapter and mark it so until the next)
+        if error.status != 503:
+            raise
+        return []
 
 
 def requests_at(pod_ip: str, count: int) -> None:
@@ -235,11 +251,13 @@ def test_nano_keda_idles_to_zero_and_a_burst_wakes_it_through_keda(
     cluster.wait_until(lambda: adapter_available(operator), seconds=120, what="KEDA's adapter")
     burst = time.monotonic()
     requests_at(pod_ip, 600)
-    cluster.wait_until(lambda: spec_replicas(operator) >= 2, seconds=60, what="the HPA scales up")
+    cluster.wait_until(lambda: spec_replicas(operator) >= 2, seconds=120, what="the HPA scales up")
     print(f"the HPA scaled it to {spec_replicas(operator)} {time.monotonic() - burst:.1f} s after")
     assert scale_writes(operator, HPA_SA), "spec.replicas above 1 was not written by the HPA"
     assert spec_replicas(operator) <= autoscaling["maxReplicas"]
-    hpa = cluster.get(HPAS, NAMESPACE, f"keda-hpa-{NAME}") or {}
+    # The HPA's last sync read the metric (a sync whose read fails, a gRPC timeout on a loaded
+    # machine, leaves no currentMetrics and ScalingActive False until the next, a second later).
+    hpa = cluster.wait_until(lambda: hpa_reading(operator), seconds=30, what="the HPA's reading")
     (metric,) = hpa["status"]["currentMetrics"]
     assert metric["type"] == "External"
     # KEDA names a trigger's metric s<index>-<scaler> (pkg/scalers/scaler.go), not after the
@@ -253,9 +271,9 @@ def test_nano_keda_idles_to_zero_and_a_burst_wakes_it_through_keda(
     assert parse_quantity(metric["external"]["current"]["averageValue"]) > 0
     assert int(hpa["status"]["desiredReplicas"]) >= 2
     active = {c["type"]: c for c in hpa["status"]["conditions"]}["ScalingActive"]
-    assert (active["status"], active["reason"]) == ("True", "ValidMetricFound")
+    assert active["reason"] == "ValidMetricFound"
     # The same metric as anyone reads it through kube-apiserver: the aggregation layer proxies
     # to the adapter, which asks KEDA's operator (gRPC), which runs the query in Prometheus.
-    (value,) = external_metric(operator)
+    (value,) = cluster.wait_until(lambda: external_metric(operator), seconds=60, what="the metric")
     threshold = float(autoscaling["keda"]["prometheus"]["threshold"])
     assert parse_quantity(value["value"]) > threshold * 1.1, value  # beyond the HPA's tolerance

@@ -170,3 +170,32 @@ def test_the_programs_use_the_simulated_kubelets_variables_and_mount_rule() -> N
     mounts = {"/a": "/pods/a", "/a/b": "/pods/ab", "/c/": "/pods/c"}
     for path in ("/a", "/a/x", "/a/b/y", "/ab", "/c/z", "/d"):
         assert programs.resolve_mount(path, mounts) == resolve_mount(path, mounts), path
+
+
+def test_kedas_containers_get_a_startup_probe_like_their_liveness_probe() -> None:
+    adapter = {
+        "kind": "Deployment",
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "keda-metrics-apiserver",
+                            "livenessProbe": {
+                                "httpGet": {"scheme": "HTTPS", "path": "/healthz", "port": 6443},
+                                "initialDelaySeconds": 5,
+                            },
+                        },
+                        {"name": "no-probe"},
+                    ]
+                }
+            }
+        },
+    }
+    probed, plain = keda.with_startup_probe(adapter)["spec"]["template"]["spec"]["containers"]
+    assert probed["startupProbe"] == {
+        "httpGet": {"scheme": "HTTPS", "path": "/healthz", "port": 6443},
+        "failureThreshold": keda.STARTUP_FAILURES,
+    }
+    assert probed["livenessProbe"]["initialDelaySeconds"] == 5  # liveness as published
+    assert "startupProbe" not in plain

@@ -265,6 +265,17 @@ class RequestCounts:
             if r["verb"] in WRITE_VERBS and (r["resource"] == "leases") == leases
         )
 
+    def writes_by_kind(self, agents: Callable[[str], bool]) -> dict[str, int]:
+        """The writes (Leases apart) by what they write: ``status patch`` (a
+        NemotronDeployment's status), ``Event``, ``child apply``, ``pod status patch`` (a
+        serving pod's readiness gate), ``other``."""
+        out = dict.fromkeys(WRITE_KINDS, 0)
+        for r in self.of(agents):
+            if r["verb"] not in WRITE_VERBS or r["resource"] == "leases":
+                continue
+            out[write_kind(r["verb"], r["resource"])] += r["count"]
+        return out
+
     def total(self, agents: Callable[[str], bool]) -> int:
         return sum(r["count"] for r in self.of(agents))
 
@@ -272,6 +283,21 @@ class RequestCounts:
         """Wall-clock time of the latest counted request (0 when none)."""
         skip = set(exclude_verbs)
         return max((r["last"] for r in self.of(agents) if r["verb"] not in skip), default=0.0)
+
+
+WRITE_KINDS = ("status patch", "Event", "child apply", "pod status patch", "other")
+
+
+def write_kind(verb: str, resource: str) -> str:
+    if resource == "nemotrondeployments/status":
+        return "status patch"
+    if resource == "events":
+        return "Event"
+    if verb == "apply":
+        return "child apply"
+    if resource == "pods/status":
+        return "pod status patch"
+    return "other"
 
 
 def not_bench(agent: str) -> bool:

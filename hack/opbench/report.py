@@ -154,6 +154,15 @@ def _fmt(value: Any, unit: str = "") -> str:
     return f"{value}{unit}"
 
 
+def print_writes_by_kind(size: str, row: dict[str, Any]) -> None:
+    """Writes per deployment until Ready and until settled, by kind (status patch, Event, …)."""
+    for phase in ("to_ready", "to_settled"):
+        counted = row.get(phase) or {}
+        print(f"writes per deployment at N={size}, {phase.replace('_', ' ')}: "
+              f"{counted.get('writes_per_deployment')} "
+              f"{counted.get('writes_per_deployment_by_kind')}")  # fmt: skip
+
+
 def print_table(results: dict[str, Any]) -> None:
     info = results["machine"]
     print(f"\noperator benchmark — {info['nproc']} CPU(s), {info['cpu_model']}, "
@@ -189,6 +198,7 @@ def print_table(results: dict[str, Any]) -> None:
         print(f"API at N={size}: {row.get('requests_per_deployment')} requests/deployment "
               f"{row.get('per_deployment_by_verb')}, "
               f"{row.get('writes_per_deployment')} writes/deployment at convergence")  # fmt: skip
+        print_writes_by_kind(size, row)
     if "idle" in api:
         idle = api["idle"]
         print(f"idle {idle.get('seconds')} s: {idle.get('writes')} writes "

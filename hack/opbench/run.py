@@ -389,6 +389,9 @@ def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
         "requests_per_deployment": round(counts.total(not_bench) / deployments, 2),
         "per_deployment_by_verb": {v: round(n / deployments, 2) for v, n in by_verb.items()},
         "writes_per_deployment": round(counts.writes(not_bench) / deployments, 2),
+        "writes_per_deployment_by_kind": {
+            k: round(n / deployments, 2) for k, n in counts.writes_by_kind(not_bench).items()
+        },
         "lease_writes": counts.writes(not_bench, leases=True),
         "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
     }

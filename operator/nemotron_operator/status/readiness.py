@@ -189,9 +189,17 @@ def _rollout_blocker(statefulsets: Sequence[Mapping[str, Any]]) -> Blocker | Non
             sts.get("status") or {},
         )
         replicas = int(spec.get("replicas", 1))
+        if not status.get("currentRevision"):
+            # Never observed by its controller: a new StatefulSet, no revision of it to replace
+            # yet. Its pod can exist (Pending) before its status does; its pods are awaited.
+            continue
         stale = int(status.get("observedGeneration") or 0) < int(metadata.get("generation") or 0)
         updating = status.get("updateRevision") not in (None, status.get("currentRevision"))
-        behind = int(status.get("updatedReplicas") or 0) < replicas
+        # One revision: no pod is being replaced, a pod its status has not counted yet is
+        # awaited (the pod blockers say why); behind only against the pods it counts.
+        behind = int(status.get("updatedReplicas") or 0) < (
+            replicas if updating else int(status.get("replicas") or 0)
+        )
         if stale:  # how far the rollout is cannot be known: say so instead of a count
             return Blocker(
                 ROLLOUT_IN_PROGRESS,
@@ -278,7 +286,12 @@ def assess_readiness(
     missing = [name for name in expected_statefulsets if name not in present]
     if missing:
         blockers.append(Blocker(WAITING_FOR_PODS, f"StatefulSet {missing[0]} not created yet"))
-    rollout = _rollout_blocker(statefulsets)
+    # No serving pod at all (a new deployment, one scaled from zero): nothing is being replaced,
+    # the pods are awaited (WaitingForPods, below). A new StatefulSet's status lags its pod, and
+    # saying RolloutInProgress then made every new deployment flip WaitingForPods →
+    # RolloutInProgress → WaitingForPods: two status patches for no news (docs/benchmarks.md,
+    # "Writes until Ready").
+    rollout = _rollout_blocker(statefulsets) if serving else None
     if rollout is not None:
         blockers.append(rollout)
     expected_pods = desired_replicas * max(1, nodes_per_replica)

@@ -171,3 +171,26 @@ def test_plots_render_valid_pngs(tmp_path: Path) -> None:
         data = path.read_bytes()
         assert data.startswith(PNG_MAGIC), path
         assert len(data) > 1000, path
+
+
+def test_writes_by_kind_split_status_events_children_and_the_gate_leases_apart() -> None:
+    from opbench.api import RequestCounts, not_bench
+
+    def row(agent: str, verb: str, resource: str, count: int) -> dict[str, Any]:
+        return {"agent": agent, "verb": verb, "resource": resource, "count": count, "last": 0.0}
+
+    counts = RequestCounts(0.0, 1.0, [
+        row("operator", "patch", "nemotrondeployments/status", 3),
+        row("operator", "create", "events", 1),
+        row("operator", "apply", "services", 2),
+        row("operator", "apply", "statefulsets", 1),
+        row("operator", "patch", "pods/status", 1),
+        row("operator", "update", "leases", 5),  # the heartbeat: apart
+        row("operator", "get", "nemotrondeployments", 7),  # a read
+        row("operator", "delete", "services", 1),
+        row("nemotron-bench", "create", "nemotrondeployments", 1),  # the benchmark's own
+    ])  # fmt: skip
+    assert counts.writes_by_kind(not_bench) == {
+        "status patch": 3, "Event": 1, "child apply": 3, "pod status patch": 1, "other": 1,
+    }  # fmt: skip
+    assert sum(counts.writes_by_kind(not_bench).values()) == counts.writes(not_bench)

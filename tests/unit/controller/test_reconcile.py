@@ -101,10 +101,10 @@ class Row:
 
 ROWS = [
     Row(
-        "created: every child applied, status written, one Event",
+        "created: every child applied, status written, no Event (progress is in status)",
         new,
         nothing,
-        [*CHILDREN, STATUS, "create Event Normal WaitingForPods"],
+        [*CHILDREN, STATUS],
         phase="Deploying",
         conditions={
             "Feasible": ("True", "Planned"),
@@ -167,7 +167,6 @@ ROWS = [
             *CHILDREN,
             STATUS,
             "create Event Warning InsufficientGPUs",
-            "create Event Normal WaitingForPods",
         ],
         phase="WaitingForCapacity",
         conditions={"CapacityAvailable": ("False", "InsufficientGPUs")},

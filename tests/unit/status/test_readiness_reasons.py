@@ -243,11 +243,13 @@ def test_a_pending_pod_is_waited_for_by_name_and_phase() -> None:
     "status",
     [
         {"updateRevision": "b"},  # pods are being replaced with a new revision
-        {"updatedReplicas": 0},
+        {"updatedReplicas": 0, "replicas": 1},  # a pod it counts is not updated
     ],
 )
 def test_a_statefulset_still_rolling_out_blocks(status: dict[str, Any]) -> None:
-    found = blocker([pod(ready=True)], statefulsets=[sts(**status)])
+    rolling = sts(**{k: v for k, v in status.items() if k != "replicas"})
+    rolling["status"].update({k: v for k, v in status.items() if k == "replicas"})
+    found = blocker([pod(ready=True)], statefulsets=[rolling])
     assert found.reason == "RolloutInProgress"
     updated = status.get("updatedReplicas", 1)
     assert found.message == f"StatefulSet nano: {updated} of 1 pod(s) updated"
@@ -274,9 +276,29 @@ def test_a_settled_statefulset_without_an_update_revision_is_not_rolling() -> No
 
 def test_replicas_default_to_one_and_missing_counts_to_zero() -> None:
     bare = {"metadata": {"name": "nano", "generation": 1}, "spec": {}, "status": {}}
+    # Never observed (no revision yet): a new StatefulSet, nothing to roll; once a revision
+    # exists, a status behind the generation is a rollout not acted on yet.
+    assert assess([pod(ready=True)], statefulsets=[bare]).blocker is None
+    bare["status"] = {"currentRevision": "a"}
     found = blocker([pod(ready=True)], statefulsets=[bare])
     assert found.reason == "RolloutInProgress"
     assert "its status is stale (observedGeneration 0, generation 1)" in found.message
+
+
+@pytest.mark.parametrize(
+    "status",
+    [{}, {"observedGeneration": 1, "updatedReplicas": 0}, {"updateRevision": "b"}],
+    # (the first: the StatefulSet never observed; a Pending pod can precede its status)
+    ids=["never observed", "observed, no pod yet", "scaled from zero, new revision"],
+)
+def test_no_serving_pod_yet_is_waiting_for_pods_not_a_rollout(status: dict[str, Any]) -> None:
+    # A new StatefulSet's status lags its creation: no RolloutInProgress while no pod exists
+    # (it made every create flip WaitingForPods -> RolloutInProgress -> WaitingForPods).
+    new = sts(**status)
+    if not status:
+        new["status"] = {}
+    waiting = Blocker("WaitingForPods", "0 of 1 serving pod(s) exist")
+    assert blocker([], statefulsets=[new]) == waiting
 
 
 def test_a_missing_statefulset_is_waited_for_by_name() -> None:
@@ -375,7 +397,8 @@ def test_the_most_specific_reason_wins() -> None:
     ]
     rolling = [sts(updateRevision="b")]
     for index, reason in enumerate(expected):
-        pods = list(reversed(order[index:]))  # the winner is listed last
+        # the winner is listed last; a rollout is about pods that exist (one Ready here)
+        pods = list(reversed(order[index:])) or [pod("p-ready", ready=True)]
         found = blocker(pods, desired_replicas=len(pods) or 1, statefulsets=rolling)
         assert found.reason == reason
 
@@ -403,7 +426,9 @@ def test_a_pod_without_labels_is_not_a_serving_pod() -> None:
 
 def test_a_statefulset_of_several_replicas_is_rolled_out_when_all_are_updated() -> None:
     assert assess([pod(ready=True)], statefulsets=[sts(replicas=3)]) == Readiness(1, None)
-    behind = blocker([pod(ready=True)], statefulsets=[sts(replicas=3, updatedReplicas=2)])
+    three = sts(replicas=3, updatedReplicas=2)
+    three["status"]["replicas"] = 3  # three pods counted, two updated
+    behind = blocker([pod(ready=True)], statefulsets=[three])
     assert behind == Blocker("RolloutInProgress", "StatefulSet nano: 2 of 3 pod(s) updated")
 
 

@@ -55,11 +55,19 @@ def event_type(condition: Condition) -> str:
 
 
 def worth_an_event(before: Condition | None, after: Condition) -> bool:
-    """Warnings, every change of Ready, and recoveries from a warning: not every condition's
-    first value (a healthy create posts two Events, not five)."""
-    if event_type(after) == "Warning" or after.type == "Ready":
+    """Warnings, Ready=True, the loss of Ready, and recoveries from a warning. Not a condition's
+    first healthy value, and not a step of progress while the deployment was not Ready yet
+    (WaitingForPods → LoadingModel → Verifying): those steps are in ``status.conditions``
+    (reason, message, lastTransitionTime), and an Event each made the Events 3 of the 11
+    writes a deployment cost until Ready (docs/benchmarks.md). A healthy create posts one
+    Event, when it becomes Ready."""
+    if event_type(after) == "Warning":
         return True
-    return before is not None and event_type(before) == "Warning"
+    if before is not None and event_type(before) == "Warning":
+        return True  # a recovery
+    if after.type == "Ready":
+        return after.status == "True" or (before is not None and before.status == "True")
+    return False
 
 
 def event_message(condition: Condition) -> str:

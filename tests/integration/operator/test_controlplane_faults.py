@@ -299,12 +299,14 @@ def test_a_node_gone_for_good_its_replica_moves_where_there_is_room(
         claims = [c["metadata"]["uid"] for c in children(cluster, CLAIMS)]
         assert claims == [claim["metadata"]["uid"]]  # the weights stay in the same claim
         # No write storm (a reconcile a second): while pod GC is awaited at most one late state
-        # change (its status write and Events), then Deploying and Ready.
+        # change (its status write and Events); then one status write per step of the new pod's
+        # start the operator sees (waiting for it, loading, verifying: how many it sees depends on
+        # the machine's speed — all three on a loaded one) and Ready.
         writes = operator_process.writes(mark)
         print(f"operator writes: {len(waiting)} while pod GC was awaited, {len(writes)} in all")
         assert len(status_writes(waiting)) <= 1, waiting
         assert len(waiting) <= 3, waiting
-        assert len(status_writes(writes)) <= 3, writes
+        assert len(status_writes(writes)) <= 5, writes
         assert len(writes) <= 9, writes
     finally:
         cluster.kubectl(*take_off, check=False)

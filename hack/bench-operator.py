@@ -8,7 +8,9 @@ through the cluster's fault proxy), then measures and prints a table, and writes
 
 1. convergence: N NemotronDeployments (the Nano example, 1 GPU each) created at once across 20
    namespaces — time from each create to its children applied with ``status.plan`` written, and
-   to ``Ready``, seen through watches: p50/p95/p99/max; single deployments one at a time (idle);
+   to ``Ready``, seen through watches: p50/p95/p99/max; single deployments one at a time (idle),
+   and ``--loaded-singles`` more one at a time while the ``--idle-at`` batch is resident (apply →
+   children + plan, and → first serving pod created), for the operator and the floor;
 2. the floor, in the same run, before the operator starts: this client makes the same writes
    itself (plan, ``render_all`` with an owner, one server-side apply per child, ``status.plan``);
    the operator's time ÷ the floor's;
@@ -62,6 +64,7 @@ from opbench import report, serverside  # noqa: E402
 from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
 from opbench.growth import growth  # noqa: E402
+from opbench.loaded import floor_loaded  # noqa: E402
 from opbench.procs import CpuMeter, SimCluster  # noqa: E402
 from opbench.run import OperatorPhases, lat, wall  # noqa: E402
 from opbench.workload import (  # noqa: E402
@@ -80,10 +83,10 @@ OPERATOR_ENV = {
     "NEMOTRON_OPERATOR_HEALTH_PORT": "0",
     "NEMOTRON_OPERATOR_METRICS_PORT": "0",
 }
-MODES = {  # sizes, singles, idle seconds for writes, idle seconds for RSS, planner rounds
-    "full": ((100, 1000, 3000), 20, 300.0, 600.0, 20),
-    "quick": ((100, 1000), 10, 20.0, 30.0, 5),
-    "tiny": ((3, 6), 2, 1.0, 2.0, 1),
+MODES = {  # sizes, singles, idle s for writes, idle s for RSS, planner rounds, loaded singles
+    "full": ((100, 1000, 3000), 20, 300.0, 600.0, 20, 200),
+    "quick": ((100, 1000), 10, 20.0, 30.0, 5, 50),
+    "tiny": ((3, 6), 2, 1.0, 2.0, 1, 3),
 }
 IDLE_AT = 1000  # idle and restart are measured at this many deployments when it is a size
 
@@ -98,7 +101,7 @@ def load_bench_plan() -> Any:
 
 
 async def floor_phase(
-    client: Client, collector: Collector, args: argparse.Namespace, sim: SimCluster
+    client: Client, collector: Collector, args: argparse.Namespace, sim: SimCluster, idle: float
 ) -> dict[str, Any]:
     """The same writes from this client, one deployment at a time, then N at once."""
     gpus = await inventory(client)
@@ -134,9 +137,15 @@ async def floor_phase(
             "simulator_cpu_s_to_converge": spent["simulator"],
             "bench_cpu_s_to_converge": spent["bench"],
         }
+        batch_namespaces = {k[0] for k in keys}
+        if size == args.idle_at and args.loaded_singles:  # while this batch is resident
+            out["loaded_single"] = await floor_loaded(
+                client, collector, sim, count=args.loaded_singles, resident=size, gpus=gpus,
+                control_plane_idle=idle, limit=1.0 if args.mode == "tiny" else args.timeout,
+            )  # fmt: skip
+            batch_namespaces.add(out["loaded_single"]["namespace"])
         # Each size alone, as the operator's batches are: the next size starts on a cluster
         # without this one's objects (and needs no nodes for them).
-        batch_namespaces = {k[0] for k in keys}
         out["batches"][str(size)]["delete_s"] = round(
             await client.delete_namespaces(
                 batch_namespaces, args.timeout, until_gone=args.mode != "tiny"
@@ -193,7 +202,7 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 await collector.start()
                 gpus = await inventory(client)
                 results["cluster"]["gpus_per_deployment"] = gpus_per_replica(gpus)
-                results["floor"] = await floor_phase(client, collector, args, sim)
+                results["floor"] = await floor_phase(client, collector, args, sim, idle)
                 operator_env = {
                     **env,
                     **OPERATOR_ENV,
@@ -276,6 +285,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sizes", help="comma-separated batch sizes, each applied at once "
                         "(full 100,1000,3000; quick 100,1000; tiny 3,6)")  # fmt: skip
     parser.add_argument("--singles", type=int, help="single deployments applied one at a time")
+    parser.add_argument("--loaded-singles", type=int, help="singles one at a time while the "
+                        "--idle-at batch is resident (full 200, quick 50, tiny 3)")  # fmt: skip
     parser.add_argument("--namespaces", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=16, help="creates in flight")
     parser.add_argument(
@@ -321,10 +332,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(default docs/benchmarks/operator.json in the full mode)")  # fmt: skip
     args = parser.parse_args(argv)
     name = "tiny" if args.tiny else "quick" if args.quick else "full"
-    sizes, singles, idle_writes, idle_rss, rounds = MODES[name]
+    sizes, singles, idle_writes, idle_rss, rounds, loaded_singles = MODES[name]
     args.mode = name
     args.sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(sizes)
     args.singles = singles if args.singles is None else args.singles
+    args.loaded_singles = loaded_singles if args.loaded_singles is None else args.loaded_singles
+    if args.loaded_singles < 0:
+        parser.error(f"--loaded-singles {args.loaded_singles}: give 0 (none) or more")
     args.idle_writes_seconds = args.idle_writes_seconds or idle_writes
     args.idle_rss_seconds = max(args.idle_rss_seconds or idle_rss, args.idle_writes_seconds)
     args.planner_rounds = args.planner_rounds or rounds
@@ -342,8 +356,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if name == "tiny":  # the idle window waits one scrape interval after the last Ready
         args.operator_env.setdefault("NEMOTRON_OPERATOR_SCRAPE_SECONDS", "2")
     # Every batch (the floor's and the operator's) is deleted before the next: the singles and
-    # the largest batch are the most deployments at once.
-    deployments = args.singles + max(args.sizes)
+    # the largest batch, or the --idle-at batch and its loaded singles, are the most at once.
+    deployments = args.singles + max(*args.sizes, args.idle_at + args.loaded_singles)
     args.nodes = args.nodes or f"NVIDIA-H200:8x{math.ceil(deployments * 1.1 / 8) + 1}"
     return args
 

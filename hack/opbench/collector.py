@@ -1,5 +1,6 @@
 """Watch-based timing: when each NemotronDeployment got its children, ``status.plan`` and
-``Ready``, seen from outside through cluster-wide watches (as a user would see it)."""
+``Ready``, seen from outside through cluster-wide watches (as a user would see it), and, in the
+namespaces asked for (``watch_pods``), when its first serving pod was created."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ CHILD_COLLECTIONS = {
     "PersistentVolumeClaim": "/api/v1/persistentvolumeclaims",
 }
 _MANAGED = "labelSelector=app.kubernetes.io%2Fmanaged-by%3Dnemotron-operator"
+_SERVING = "labelSelector=app.kubernetes.io%2Fcomponent%3Dserving"
+_INSTANCE = "app.kubernetes.io/instance"  # the NemotronDeployment's name, on its pods
 
 
 @dataclass
@@ -34,6 +37,9 @@ class Track:
     # Ready=True and Progressing=False: the status has caught up with the StatefulSet too
     # (kube-controller-manager's status updates can trail the pods' readiness by seconds).
     settled: float | None = None
+    # The first serving pod seen in the API (created by the StatefulSet controller): only in
+    # namespaces passed to ``Collector.watch_pods``.
+    pod: float | None = None
 
     @property
     def converged(self) -> float | None:
@@ -80,6 +86,19 @@ class Collector:
                 raise RuntimeError("the collector's watches did not start")
             await asyncio.sleep(0.01)
 
+    async def watch_pods(self, namespace: str) -> None:
+        """Watch the serving pods of one namespace (from now on, until ``stop``): a deployment's
+        ``pod`` is when the first appeared. Per namespace, not cluster-wide: the batches'
+        pods would cost this process (which shares the cores) a decoded event per pod change."""
+        synced = self._synced
+        path = f"/api/v1/namespaces/{namespace}/pods?{_SERVING}"
+        self._tasks.append(asyncio.create_task(self._stream(path, self._on_pod)))
+        deadline = time.monotonic() + 30
+        while self._synced == synced:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the collector's pod watch in {namespace} did not start")
+            await asyncio.sleep(0.01)
+
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
@@ -88,7 +107,7 @@ class Collector:
                 await task
 
     async def wait(self, keys: Iterable[Key], what: str, seconds: float) -> bool:
-        """Until every key has ``what`` ("converged", "ready" or "settled"); False on
+        """Until every key has ``what`` ("converged", "ready", "settled" or "pod"); False on
         timeout."""
         # The keys still waited for, checked from the front and dropped once done: a check
         # of all N keys at each of the ~3N changes was 10 % of this process's CPU at N = 1,000.
@@ -132,6 +151,14 @@ class Collector:
         rolled_out = conditions.get("Progressing") == "False"
         if track.settled is None and conditions.get("Ready") == "True" and rolled_out:
             track.settled = now
+            self._changed.set()
+
+    def _on_pod(self, obj: dict[str, Any], now: float) -> None:
+        meta = obj["metadata"]
+        instance = (meta.get("labels") or {}).get(_INSTANCE)
+        track = self.tracks.get((meta.get("namespace", ""), instance or ""))
+        if track is not None and track.pod is None:
+            track.pod = now
             self._changed.set()
 
     def _child(self, kind: str) -> Callable[[dict[str, Any], float], None]:

@@ -99,51 +99,111 @@ def _at_most(value: Any, limit: float) -> bool | None:
     return None if not isinstance(value, int | float) else bool(value <= limit)
 
 
+# Issue 41: the single-deployment p99s are judged over at least this many samples (the p99 of
+# 20 was the maximum, the machine's worst moment); fewer is "not measured".
+LOADED_SAMPLES = 200
+LARGER = "3000"  # the issue's larger size, named when a run does not reach it
+
+
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's targets (2 cores, one run) against what this run measured; ``met`` is None
-    when the figure was not measured. Where the machine's moment matters, a ratio to the floor
-    measured in the same run at the same N."""
+    """Issue 41's targets (2 cores, one run) against what this run measured; ``met`` is None
+    when the figure was not measured (a size not run, too few samples). Where the machine's
+    moment matters, a ratio to the floor measured in the same run at the same N. ``at`` is the
+    size idle, restart and the loaded singles are measured at (1,000 in the full and quick
+    modes); the larger size is the largest run above it (3,000 in the full mode)."""
     config = results["config"]
     sizes = [int(s) for s in config["sizes"]]
-    at = str(config.get("idle_at") or sizes[-1])  # 1,000 in the full and quick modes
-    largest, smallest = str(sizes[-1]), str(sizes[0])
-    wall = _get(results, "convergence", "batches", at, "converged_wall_s")
-    ratio = _get(results, "floor", "ratio", at, "converged_wall")
+    at = str(config.get("idle_at") or max(sizes))
+    larger = str(max(sizes)) if max(sizes) > int(at) else None
+    big = larger or LARGER
+
+    def of(size: str | None, *path: str) -> Any:
+        return None if size is None else _get(results, *path[:2], size, *path[2:])
+
+    rows: list[tuple[str, str, Any, bool | None]] = []
+    for size, limit in ((at, 1.3), (larger, 1.5)):
+        wall = of(size, "convergence", "batches", "converged_wall_s")
+        ratio = of(size, "floor", "ratio", "converged_wall")
+        rows.append((f"{size or big} deployments converge (children + plan)",
+                     f"<= {limit}x floor",
+                     None if wall is None else f"{_times(ratio)}, {_fmt(wall)} s",
+                     _at_most(ratio, limit)))  # fmt: skip
+    writes = of(at, "api", "batches", "to_ready", "writes_per_deployment")
+    rows.append((f"writes until Ready per deployment at {at}", "<= 7", writes,
+                 _at_most(writes, 7.0)))  # fmt: skip
+    cpu_at = of(at, "growth", "by_size", "operator_cpu_s_per_deployment")
+    cpu_big = of(larger, "growth", "by_size", "operator_cpu_s_per_deployment")
+    cpu_ms = round(1000 * cpu_at, 1) if isinstance(cpu_at, int | float) else None
+    growth = _divide(cpu_big, cpu_at)
+    rows += [
+        (f"operator CPU per deployment at {at} (ms)", "<= 12 ms", cpu_ms, _at_most(cpu_ms, 12.0)),
+        (f"operator CPU per deployment, {at} -> {big}", "grows <= 1.2x", growth,
+         _at_most(growth, 1.2)),
+        *_loaded_rows(results, at),
+    ]  # fmt: skip
     idle_api = _get(results, "api", "idle", "operator", "other_than_lease_and_watch_per_second")
+    idle_writes = _get(results, "api", "idle", "writes")
+    idle_cpu = _get(results, "footprint", "idle_cpu_percent")
+    rss_at = of(at, "convergence", "batches", "operator_rss_mib")
+    rss_big = of(larger, "convergence", "batches", "operator_rss_mib")
     restart_s, restart_writes = (
         _get(results, "restart", "resync_s"),
         _get(results, "restart", "writes"),
     )
-    growth = _get(results, "growth", "cpu_per_deployment_ratio")
-    single_p99 = _get(results, "convergence", "single", "converged", "p99_ms")
-    idle_writes = _get(results, "api", "idle", "writes")
-    idle_cpu = _get(results, "footprint", "idle_cpu_percent")
-    rss_at = _get(results, "convergence", "batches", at, "operator_rss_mib")
-    rows: list[tuple[str, str, Any, bool | None]] = [
-        (f"{at} deployments converge (children + plan)", "<= 1.5x floor, <= 30 s",
-         None if wall is None else f"{_fmt(ratio)}x, {_fmt(wall)} s",
-         _all_met(_at_most(ratio, 1.5), _at_most(wall, 30.0))),
-        ("p99 single deployment, idle", "<= 250 ms", single_p99, _at_most(single_p99, 250.0)),
+    rows += [
         ("writes when idle (Lease apart)", "0", idle_writes, _at_most(idle_writes, 0)),
         (f"idle CPU at {at} (% of a core)", "<= 2 %", idle_cpu, _at_most(idle_cpu, 2.0)),
         (f"idle API requests/s at {at} (Lease, watches apart)", "0", idle_api,
          _at_most(idle_api, 0)),
         (f"operator RSS at {at} (MiB)", "<= 200 MiB", rss_at, _at_most(rss_at, 200.0)),
-    ]  # fmt: skip
-    if largest != at:
-        rss = _get(results, "convergence", "batches", largest, "operator_rss_mib")
-        rows.append((f"operator RSS at {largest} (MiB)", "<= 400 MiB", rss, _at_most(rss, 400.0)))
-    rows += [
+        (f"operator RSS at {big} (MiB)", "<= 400 MiB", rss_big, _at_most(rss_big, 400.0)),
         (f"restart resync at {at}", "<= 30 s, 0 writes",
          None if restart_s is None else f"{_fmt(restart_s)} s, {restart_writes} writes",
          _all_met(_at_most(restart_s, 30.0), _at_most(restart_writes, 0))),
-        (f"operator CPU per deployment, {smallest} -> {largest}", "grows <= 1.3x", growth,
-         _at_most(growth, 1.3)),
     ]  # fmt: skip
     return [
         {"target": name, "goal": goal, "measured": value, "met": met}
         for name, goal, value, met in rows
     ]
+
+
+def _loaded_rows(results: dict[str, Any], at: str) -> list[tuple[str, str, Any, bool | None]]:
+    """Single deployments applied one at a time while ``at`` are resident: apply → children
+    p99 against the floor's, and apply → first serving pod created p99. Not measured under
+    ``LOADED_SAMPLES`` samples on either side; missed if any timed out."""
+    operator = _get(results, "convergence", "loaded_single") or {}
+    floor = _get(results, "floor", "loaded_single") or {}
+    rows: list[tuple[str, str, Any, bool | None]] = []
+    for what, name, limit in (
+        ("converged", "apply -> children", "<= 1.2x floor"),
+        ("pod_created", "apply -> first serving pod", "<= 2 s"),
+    ):
+        mine, base = operator.get(what) or {}, floor.get(what) or {}
+        p99, n = mine.get("p99_ms"), mine.get("n", 0)
+        if what == "converged":
+            ratio = _divide(p99, base.get("p99_ms"))
+            n = min(n, base.get("n", 0))
+            measured = (
+                None
+                if ratio is None
+                else (f"{_times(ratio)} ({_fmt(p99)} / {_fmt(base.get('p99_ms'))} ms, n={n})")
+            )
+            met = _at_most(ratio, 1.2)
+        else:
+            measured = None if p99 is None else f"{_fmt(p99)} ms, n={n}"
+            met = _at_most(p99, 2000.0)
+        if mine.get("missing") or (what == "converged" and base.get("missing")):
+            met = False if measured is not None else None  # one never got there in time
+        elif n < LOADED_SAMPLES:
+            met = None
+        rows.append((f"loaded single p99, {name} ({at} resident)",
+                     f"{limit}, n >= {LOADED_SAMPLES}", measured, met))  # fmt: skip
+    return rows
+
+
+def _times(ratio: Any) -> str:
+    """A ratio to the floor with two decimals: 1.31x must not print as the goal's 1.3x."""
+    return "—" if ratio is None else f"{ratio:.2f}x"
 
 
 def _fmt(value: Any, unit: str = "") -> str:
@@ -179,6 +239,7 @@ def print_table(results: dict[str, Any]) -> None:
                   f"{_fmt(row.get('wall_s')):>9s}")  # fmt: skip
         if "error" in section:
             print(f"{source}: {section['error']}")
+    _print_loaded(results)
     for size, ratio in (_get(results, "floor", "ratio") or {}).items():
         print(f"operator / floor at N={size}: {_fmt(ratio.get('converged_wall'))} (wall), "
               f"{_fmt(ratio.get('converged_p50'))} (p50)")  # fmt: skip
@@ -229,6 +290,16 @@ def print_table(results: dict[str, Any]) -> None:
               f"measured {_fmt(row['measured']):>10s}  {mark}")  # fmt: skip
 
 
+def _print_loaded(results: dict[str, Any]) -> None:
+    for source in ("convergence", "floor"):
+        loaded = _get(results, source, "loaded_single") or {}
+        if loaded:
+            print(f"{source}: {loaded.get('n')} loaded singles one at a time with "
+                  f"{loaded.get('resident')} resident in {_fmt(loaded.get('wall_s'), ' s')} "
+                  f"(after {_fmt(loaded.get('waited_for_quiet_s'), ' s')} waiting for quiet), "
+                  f"timeouts {loaded.get('timeouts', 0)}")  # fmt: skip
+
+
 def _print_growth_idle_versions(results: dict[str, Any]) -> None:
     api = results.get("api") or {}
     idle = api.get("idle") or {}
@@ -263,6 +334,12 @@ def _cluster_cpu(row: dict[str, Any]) -> str:
 def _rows(section: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     single = section.get("single") or {}
     rows = [(f"single {what}", single[what]) for what in ("converged", "ready") if what in single]
+    loaded = section.get("loaded_single") or {}
+    rows += [
+        (f"loaded {what.replace('_', ' ')}", loaded[what])
+        for what in ("converged", "pod_created", "ready")
+        if what in loaded
+    ]
     rows += [
         (f"N={size} {what}", {**batch[what], "wall_s": batch.get(f"{what}_wall_s")})
         for size, batch in (section.get("batches") or {}).items()

@@ -1,4 +1,5 @@
-"""The phases that need the operator: singles, batches, idle, footprint, restart."""
+"""The phases that need the operator: singles, batches, idle, footprint, restart, and
+single deployments while a batch is resident."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import time
 from typing import Any
 
-from opbench import report
+from opbench import loaded, report
 from opbench.api import GROUP_PATH, WRITE_VERBS, Client, RequestCounts, not_bench
 from opbench.collector import Collector, Key
 from opbench.idle import idle
@@ -63,11 +64,13 @@ class OperatorPhases:
                 if at_idle:
                     await idle(self, results)
                     results["restart"] = await self.restart()
+                    # Kept until the batch goes, and deleted with it.
+                    resident = await self.loaded_singles(size, results)
                     if size != self.args.sizes[-1]:
                         keys = layout(f"b{size}", size, self.args.namespaces)
                         results["convergence"]["batches"][str(size)][
                             "delete_s"
-                        ] = await self.delete({k[0] for k in keys})
+                        ] = await self.delete({k[0] for k in keys} | resident)
         except OperatorExitedError as exc:
             message = f"the operator exited: {exc}"
             for section in ("convergence", "api", "footprint", "restart"):
@@ -154,6 +157,14 @@ class OperatorPhases:
         }
         results["api"]["single"] = per_deployment(counts, len(keys))
         results["convergence"]["single"]["delete_s"] = await self.delete({"single"})
+
+    async def loaded_singles(self, resident: int, results: dict[str, Any]) -> set[str]:
+        """``--loaded-singles`` deployments one at a time while ``resident`` are (opbench.loaded);
+        their namespace, kept until the batch's are deleted."""
+        if not self.args.loaded_singles:
+            return set()
+        results["convergence"]["loaded_single"] = await loaded.operator_loaded(self, resident)
+        return {loaded.NAMESPACE}
 
     async def batch(self, size: int, results: dict[str, Any], *, last: bool) -> None:
         keys = layout(f"b{size}", size, self.args.namespaces)

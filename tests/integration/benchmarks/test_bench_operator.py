@@ -3,10 +3,11 @@
 It starts its own simulated cluster on the real control plane (``python -m nemotron_sim``, in
 this session's network namespace) and the operator through the cluster's fault proxy. Speeds
 are not asserted (they are read from the published benchmark, not unit-tested); what is checked
-is that each measurement produced numbers, and that the counts that do not depend on the
-machine's speed have their values: each deployment's four children applied once, no write while
-idle and none on restart (Lease renewals apart), the write targets met; the growth rows are the
-batches' figures, the versions are those installed, and the plots render from the run's JSON.
+is that each measurement produced numbers (the loaded singles: a sample each), and that the
+counts that do not depend on the machine's speed have their values: each deployment's four
+children applied once, no write while idle and none on restart (Lease renewals apart), the write
+targets met; the growth rows are the batches' figures, the versions are those installed, and the
+plots render from the run's JSON.
 """
 
 from __future__ import annotations
@@ -87,10 +88,17 @@ def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path)
     assert restart["resync_s"] > 0
     assert restart["writes"] == 0  # a restarted operator finds everything as it left it
     assert results["planner"]["plans_per_second"] > 0
-    assert all(t["measured"] is not None for t in results["targets"]), results["targets"]
     targets = {t["target"]: t for t in results["targets"]}
-    assert len(targets) == 8  # the issue's table; RSS once (idle at the largest size)
-    assert all(t["met"] in (True, False) for t in targets.values())
+    assert len(targets) == 13  # issue 41's table
+    # The issue's larger size (3,000) is not run: named, not measured. The loaded p99s are
+    # measured but not judged on 3 samples (200 needed); every other goal is met or missed.
+    larger = {t for t in targets if "3000" in t}
+    assert len(larger) == 3
+    loaded = {t for t in targets if t.startswith("loaded single p99")}
+    assert len(loaded) == 2
+    for name, row in targets.items():
+        assert (row["measured"] is None) == (name in larger), row
+        assert row["met"] in ((None,) if name in larger | loaded else (True, False)), row
     assert targets["writes when idle (Lease apart)"]["met"] is True
     assert targets["restart resync at 6"]["measured"].endswith(" s, 0 writes")
     idle_api = targets["idle API requests/s at 6 (Lease, watches apart)"]
@@ -99,6 +107,7 @@ def test_tiny_run_against_the_real_operator_writes_every_section(tmp_path: Path)
         == results["api"]["idle"]["operator"]["other_than_lease_and_watch_per_second"]
     )
     assert "status_changes" in restart
+    check_loaded_singles(results)
     check_growth(results)
     check_idle_server_side(results)
     check_versions(results)
@@ -128,6 +137,29 @@ def check_writes_until_ready(batches: dict[str, Any]) -> None:
         assert batches[size]["to_ready"]["writes_per_deployment"] <= WRITES_UNTIL_READY, size
         settled = batches[size]["to_settled"]["writes_per_deployment_by_kind"]
         assert settled["Event"] <= 1, (size, settled)
+
+
+def check_loaded_singles(results: dict[str, Any]) -> None:
+    """``--loaded-singles`` (3 in the tiny mode) one at a time while the idle-at batch (6) is
+    resident, for the operator and the floor: every one converged and got its first serving
+    pod within the wait (no sample missing), and the table's target rows carry the figures."""
+    count = results["config"]["loaded_singles"]
+    assert count == 3
+    for source in ("convergence", "floor"):
+        row = results[source]["loaded_single"]
+        assert row["resident"] == 6, (source, row)
+        assert row["n"] == count, (source, row)
+        assert "timeouts" not in row, (source, row)
+        for what in ("converged", "pod_created"):
+            summary = row[what]
+            assert summary["n"] == count, (source, what, summary)
+            assert "missing" not in summary, (source, what, summary)
+            assert 0 < summary["p50_ms"] <= summary["p99_ms"] == summary["max_ms"], summary
+    targets = {t["target"]: t for t in results["targets"]}
+    children = targets["loaded single p99, apply -> children (6 resident)"]["measured"]
+    assert children.endswith(f" ms, n={count})"), children
+    pod = targets["loaded single p99, apply -> first serving pod (6 resident)"]["measured"]
+    assert pod == f"{results['convergence']['loaded_single']['pod_created']['p99_ms']:,.1f} ms, n=3"
 
 
 def check_growth(results: dict[str, Any]) -> None:

@@ -1,14 +1,14 @@
-"""The benchmark's growth fit, server-side request counts, targets and plots (pure parts)."""
+"""The benchmark's growth fit, server-side request counts and plots (pure parts; the targets in
+test_opbench_targets.py)."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from opbench import plots, report, serverside
+from opbench import plots, serverside
 from opbench.growth import growth, least_squares
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -113,42 +113,6 @@ def test_request_totals_sum_by_verb_and_resource_over_codes() -> None:
     assert moved == {"GET /metrics": 1, "PATCH pods/status": 2, "PUT leases": 12}
     assert serverside.without_leases_and_watches(moved) == {"PATCH pods/status": 2}
     assert serverside.per_second(moved, 4.0)["PUT leases"] == 3.0
-
-
-def test_targets_say_met_and_missed_with_the_figure() -> None:
-    results = run_json()
-    results["growth"] = growth(results)
-    rows = {t["target"]: t for t in report.targets(results)}
-    assert rows["1000 deployments converge (children + plan)"]["measured"] == "1.2x, 25.0 s"
-    assert rows["1000 deployments converge (children + plan)"]["met"] is True
-    assert rows["operator CPU per deployment, 100 -> 1000"]["measured"] == 1.2
-    assert rows["operator CPU per deployment, 100 -> 1000"]["met"] is True
-    assert rows["idle CPU at 1000 (% of a core)"]["met"] is True
-    assert rows["restart resync at 1000"]["met"] is True
-    slow = copy.deepcopy(results)
-    slow["floor"]["ratio"]["1000"]["converged_wall"] = 1.6  # under 30 s, but 1.6x the floor
-    slow["footprint"]["idle_cpu_percent"] = 2.5
-    slow["restart"]["writes"] = 1
-    rows = {t["target"]: t for t in report.targets(slow)}
-    assert rows["1000 deployments converge (children + plan)"]["met"] is False
-    assert rows["idle CPU at 1000 (% of a core)"]["met"] is False
-    assert rows["restart resync at 1000"]["met"] is False
-    assert all(t["met"] is not None for t in rows.values())
-
-
-def test_targets_check_the_largest_size_rss_apart_from_the_idle_size() -> None:
-    results = run_json()
-    results["config"]["sizes"] = [100, 1000, 3000]
-    results["convergence"]["batches"]["3000"] = {"operator_rss_mib": 420.0}
-    rows = {t["target"]: t for t in report.targets(results)}
-    assert rows["operator RSS at 1000 (MiB)"]["met"] is True
-    assert rows["operator RSS at 3000 (MiB)"] == {
-        "target": "operator RSS at 3000 (MiB)", "goal": "<= 400 MiB", "measured": 420.0,
-        "met": False,
-    }  # fmt: skip
-    del results["restart"]
-    rows = {t["target"]: t for t in report.targets(results)}
-    assert rows["restart resync at 1000"]["met"] is None  # not measured, not "met"
 
 
 def test_plot_series_are_the_json_figures() -> None:

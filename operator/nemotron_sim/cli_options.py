@@ -82,6 +82,11 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "controller's request rate, e.g. the StatefulSet controller's pod and claim creates",
     )  # fmt: skip
     parser.add_argument(
+        "--apiserver-profiling", action="store_true",
+        help="serve kube-apiserver's /debug/pprof (its --profiling; off by default), for CPU "
+        "profiles of the API server (hack/bench-operator.py --profile)",
+    )  # fmt: skip
+    parser.add_argument(
         "--addons", default="", metavar="NAME[,...]",
         help="real controllers of other projects to run in the cluster: lws (LeaderWorkerSet, "
         "built by hack/build-lws.sh), monitoring (the Prometheus Operator and Prometheus), keda, "
@@ -141,7 +146,9 @@ def pod_options(args: argparse.Namespace) -> dict[str, Any]:
         "crash_backoff_seconds": args.crash_backoff_seconds,
         "crash_backoff_cap_seconds": max(300.0, args.crash_backoff_seconds),
         "probe_time_scale": args.probe_time_scale,
-        "control_plane": Settings(controller_qps=args.controller_qps),
+        "control_plane": Settings(
+            controller_qps=args.controller_qps, apiserver_profiling=args.apiserver_profiling
+        ),
         "karpenter": (
             KarpenterOptions(registration_delay=f"{round(args.karpenter_boot_seconds)}s")
             if args.karpenter

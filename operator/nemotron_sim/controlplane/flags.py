@@ -108,6 +108,9 @@ class Settings:
     # (``--horizontal-pod-autoscaler-sync-period``; Kubernetes' default 15 s): a test that waits
     # for an HPA to act sets it to 1.
     hpa_sync_seconds: int = 15
+    # kube-apiserver's ``--profiling``: off (a test cluster needs no /debug/pprof); the operator
+    # benchmark turns it on to take CPU profiles of the API server (docs/benchmarks.md).
+    apiserver_profiling: bool = False
     verbosity: int = 1
 
 
@@ -171,7 +174,7 @@ def kube_apiserver(plan: AddressPlan, layout: Layout, settings: Settings) -> lis
         f"--kubelet-client-certificate={layout.cert('apiserver-kubelet-client')}",
         f"--kubelet-client-key={layout.key('apiserver-kubelet-client')}",
         "--kubelet-preferred-address-types=InternalIP",
-        "--profiling=false",
+        f"--profiling={'true' if settings.apiserver_profiling else 'false'}",
         f"--v={settings.verbosity}",
     ]
 

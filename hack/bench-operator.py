@@ -60,7 +60,7 @@ sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 import yaml  # noqa: E402
 
 from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
-from opbench import report, serverside  # noqa: E402
+from opbench import profile, report, serverside  # noqa: E402
 from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
 from opbench.growth import growth  # noqa: E402
@@ -120,6 +120,7 @@ async def floor_phase(
         namespaces |= {k[0] for k in keys}
         await client.reset_counts()
         meter = CpuMeter(sim)
+        window = await profile.start(args, "floor", size)
         start = time.perf_counter()
         await bounded(
             [functools.partial(floor_reconcile, client, collector, k, gpus) for k in keys],
@@ -137,6 +138,7 @@ async def floor_phase(
             "simulator_cpu_s_to_converge": spent["simulator"],
             "bench_cpu_s_to_converge": spent["bench"],
         }
+        await window.finish()
         batch_namespaces = {k[0] for k in keys}
         if size == args.idle_at and args.loaded_singles:  # while this batch is resident
             out["loaded_single"] = await floor_loaded(
@@ -175,7 +177,9 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
     path = [str(ROOT / "operator"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     with tempfile.TemporaryDirectory(prefix="nemotron-bench-op-") as tmp:
-        sim = SimCluster(args.nodes, Path(tmp), env, controller_qps=args.controller_qps)
+        sim = SimCluster(
+            args.nodes, Path(tmp), env, controller_qps=args.controller_qps, profiling=args.profile
+        )
         try:
             report.say(f"starting the simulated cluster ({args.nodes})")
             await asyncio.to_thread(sim.wait_ready)
@@ -198,6 +202,7 @@ async def run(args: argparse.Namespace, results: dict[str, Any]) -> None:
                 results["versions"] = await versions(client, sim, env)
                 idle = await control_plane_idle(sim)
                 results["cluster"]["control_plane_idle_cpu_percent"] = round(100 * idle, 1)
+                profile.begin(args, client, sim)
                 collector = Collector(client)
                 await collector.start()
                 gpus = await inventory(client)
@@ -327,6 +332,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "'none' measures the floor and the planner only")  # fmt: skip
     parser.add_argument("--operator-env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra environment for the operator (repeatable)")  # fmt: skip
+    profile.add_arguments(parser)
     parser.add_argument("--planner-rounds", type=int)
     parser.add_argument("--json", type=Path, help="write the figures here "
                         "(default docs/benchmarks/operator.json in the full mode)")  # fmt: skip
@@ -351,6 +357,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.timeout = args.timeout or max(120.0, 0.6 * max(args.sizes))
     if args.json is None and name == "full":
         args.json = ROOT / "docs" / "benchmarks" / "operator.json"
+    profile.configure(args)
     args.operator_argv = operator_argv(args.operator_cmd)
     args.operator_env = dict(item.split("=", 1) for item in args.operator_env)
     if name == "tiny":  # the idle window waits one scrape interval after the last Ready
@@ -386,7 +393,9 @@ def main() -> int:
             results.setdefault(section, {"error": "not reached (the run stopped earlier)"})
         results["growth"] = growth(results)
         results["targets"] = report.targets(results)
+        results["profiles"] = profile.summarise(args)
         report.print_table(results)
+        profile.print_section(results)
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(results, indent=2, default=str) + "\n"

@@ -150,6 +150,7 @@ class SimCluster(Child):
         *,
         events: bool = False,
         controller_qps: int = 20,
+        profiling: bool = False,
     ) -> None:
         self.kubeconfig = workdir / "kubeconfig"
         # Written beside the admin's: the same credentials through the fault proxy.
@@ -157,7 +158,8 @@ class SimCluster(Child):
         super().__init__(
             [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
              "--kubeconfig", str(self.kubeconfig), *([] if events else ["--no-events"]),
-             "--controller-qps", str(controller_qps)],
+             "--controller-qps", str(controller_qps),
+             *(["--apiserver-profiling"] if profiling else [])],
             env, "simulated cluster",
         )  # fmt: skip
         self.api: Endpoint | None = None

@@ -8,7 +8,7 @@ import asyncio
 import time
 from typing import Any
 
-from opbench import loaded, report
+from opbench import loaded, profile, report
 from opbench.api import GROUP_PATH, WRITE_VERBS, Client, RequestCounts, not_bench
 from opbench.collector import Collector, Key
 from opbench.idle import idle
@@ -174,6 +174,7 @@ class OperatorPhases:
         operator = self.running()
         await self.client.reset_counts()
         cpu, meter = operator.cpu_seconds(), CpuMeter(self.sim)
+        window = await profile.start(self.args, "operator", size, operator.pid)
         start = time.perf_counter()
         gate = asyncio.Semaphore(self.args.concurrency)
 
@@ -189,12 +190,14 @@ class OperatorPhases:
         # The processes share the machine's cores: what each spent in this window.
         to_converge = meter.spent()
         rss_converged = operator.rss_mib()
+        await window.converged()
         ready = converged and await self.wait(keys, "ready", self.args.timeout)
         at_ready = await self.client.counts()
         to_ready = meter.spent()
         # The idle window must not start while the status still follows the cluster: on the
         # real control plane the StatefulSet's status can trail its pod's readiness.
         unsettled = len(self.collector.pending(keys, "settled"))
+        await window.finish()
         settled = ready and await self.wait(keys, "settled", self.args.timeout)
         at_settled = await self.client.counts()
         row: dict[str, Any] = {

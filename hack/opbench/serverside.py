@@ -13,6 +13,7 @@ import importlib.metadata
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,24 +26,76 @@ _LABEL = re.compile(r'(?P<key>[a-zA-Z_][a-zA-Z0-9_]*)="(?P<value>(?:[^"\\]|\\.)*
 AUDIT_HOOK = None
 
 
+def _samples(text: str, metric: str) -> Iterator[tuple[dict[str, str], float]]:
+    """The labels and value of each sample of ``metric`` in Prometheus' text format."""
+    for line in text.splitlines():
+        if not line.startswith(metric):
+            continue
+        found = _SAMPLE.match(line)
+        if found is None or found["name"] != metric:
+            continue
+        labels = {m["key"]: m["value"] for m in _LABEL.finditer(found["labels"] or "")}
+        yield labels, float(found["value"])
+
+
+def _request_key(labels: dict[str, str]) -> str:
+    resource, sub = labels.get("resource") or "", labels.get("subresource") or ""
+    if not resource:  # a non-resource request: its path is in subresource (/metrics)
+        resource = sub or "-"
+    elif sub:
+        resource += "/" + sub
+    return f"{labels.get('verb', '?')} {resource}"
+
+
+def _watch_key(labels: dict[str, str]) -> str:
+    """``kind`` (``resource`` in newer releases), with its group when it has one."""
+    kind = labels.get("kind") or labels.get("resource") or "?"
+    group = labels.get("group") or ""
+    return f"{kind}.{group}" if group else kind
+
+
+def sums(text: str, metric: str, key: Callable[[dict[str, str]], str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for labels, value in _samples(text, metric):
+        name = key(labels)
+        out[name] = out.get(name, 0.0) + value
+    return out
+
+
 def request_totals(text: str) -> dict[str, float]:
     """``apiserver_request_total`` summed by ``"VERB resource[/subresource]"`` (``"VERB /path"``
     for non-resource requests such as /metrics itself), over every code, scope and component."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line.startswith(METRIC):
-            continue
-        found = _SAMPLE.match(line)
-        if found is None or found["name"] != METRIC:
-            continue
-        labels = {m["key"]: m["value"] for m in _LABEL.finditer(found["labels"] or "")}
-        resource, sub = labels.get("resource") or "", labels.get("subresource") or ""
-        if not resource:  # a non-resource request: its path is in subresource (/metrics)
-            resource = sub or "-"
-        elif sub:
-            resource += "/" + sub
-        key = f"{labels.get('verb', '?')} {resource}"
-        out[key] = out.get(key, 0.0) + float(found["value"])
+    return sums(text, METRIC, _request_key)
+
+
+# What a profiled window reads from kube-apiserver's /metrics (opbench.profile), and the key
+# of each: requests and their summed latency by verb and resource, watch events sent (and their
+# bytes, where the release has the histogram) by kind.
+WINDOW_METRICS = {
+    "requests": ("apiserver_request_total", _request_key),
+    "request_seconds": ("apiserver_request_duration_seconds_sum", _request_key),
+    "watch_events": ("apiserver_watch_events_total", _watch_key),
+    "watch_event_bytes": ("apiserver_watch_events_sizes_sum", _watch_key),
+}
+
+
+def window_metrics(text: str) -> dict[str, dict[str, float]]:
+    return {name: sums(text, metric, key) for name, (metric, key) in WINDOW_METRICS.items()}
+
+
+def window_difference(
+    before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], per: int = 1
+) -> dict[str, dict[str, float]]:
+    """Each metric's rows that moved between two scrapes, divided by ``per`` (deployments);
+    the largest first."""
+    out: dict[str, dict[str, float]] = {}
+    for name, rows in after.items():
+        moved = {k: v - before.get(name, {}).get(k, 0.0) for k, v in rows.items()}
+        out[name] = {
+            k: round(v / per, 4)
+            for k, v in sorted(moved.items(), key=lambda item: -item[1])
+            if abs(v) > 1e-9
+        }
     return out
 
 

@@ -59,6 +59,10 @@ class OperatorConfig:
     scrape_timeout_seconds: float = 2.0
     scrape_concurrency: int = 16
     plan_shortfall_threshold: float = 0.05
+    # A status write that is nothing but a step of progress before Ready waits at most this
+    # long, so that steps in quick succession are written together (0: each at once;
+    # controller/reconcile/progress_hold.py).
+    progress_hold_seconds: float = 5.0
     # Unique per process: two local processes share a host name, and a restarted process must
     # not mistake the Lease its predecessor held for its own.
     # In a pod: its name (POD_NAME from the downward API, else HOSTNAME, which the runtime sets
@@ -136,6 +140,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--scrape-timeout-seconds", type=float, help="timeout of one pod's scrape (default 2)")
     add("--scrape-concurrency", type=int, help="pods scraped at once (default 16)")
     add(
+        "--progress-hold-seconds",
+        type=float,
+        help="a status write that is only a step of progress before Ready waits at most this "
+        "long, so quick steps are written together (default 5; 0: each at once)",
+    )
+    add(
         "--plan-shortfall-threshold",
         type=float,
         help="PlanAccurate=False when vLLM allocates more than this fraction less KV cache than "
@@ -188,6 +198,7 @@ def config_from_args(
         "scrape-quiet-seconds",
         "scrape-timeout-seconds",
         "plan-shortfall-threshold",
+        "progress-hold-seconds",
     ):
         if (raw := pick(name)) is not None:
             values[name.replace("-", "_")] = float(raw)
@@ -228,6 +239,8 @@ def _check(config: OperatorConfig) -> None:
         )
     if config.scrape_concurrency < 1:
         raise ValueError("--scrape-concurrency must be ≥ 1")
+    if config.progress_hold_seconds < 0:
+        raise ValueError("--progress-hold-seconds must be ≥ 0 (0 writes every step at once)")
     if not 0 < config.plan_shortfall_threshold < 1:
         raise ValueError("--plan-shortfall-threshold must be between 0 and 1, e.g. 0.05")
     if config.log_format not in ("plain", "json"):

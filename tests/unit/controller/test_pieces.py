@@ -150,15 +150,19 @@ def test_events_for_warnings_ready_changes_and_recoveries_only() -> None:
     assert worth_an_event(None, degraded)
     assert not worth_an_event(None, healthy)  # a first healthy value is no news
     assert worth_an_event(degraded, healthy)  # a recovery is
-    # Progress before the first Ready is in status only; Ready=True and the loss of Ready are
-    # Events (docs/controller.md).
+    # Progress before the first Ready is in status only; Ready regained and the loss of Ready
+    # are Events (docs/controller.md).
     waiting = _condition("Ready", "False", "WaitingForPods")
     loading = _condition("Ready", "False", "LoadingModel")
     ready = _condition("Ready", "True", "AllReplicasReady")
     assert not worth_an_event(None, waiting)
     assert not worth_an_event(waiting, loading)
-    assert worth_an_event(loading, ready)
+    assert worth_an_event(loading, ready)  # Ready again after a pod had been Ready: news
     assert worth_an_event(None, ready)
+    # The first Ready (no serving pod of it was Ready before) is in status, not an Event.
+    assert not worth_an_event(loading, ready, first_ready=True)
+    assert not worth_an_event(None, ready, first_ready=True)
+    assert worth_an_event(_condition("Ready", "False", "CrashLoop"), ready, first_ready=True)
     assert worth_an_event(ready, _condition("Ready", "False", "RolloutInProgress"))
     assert worth_an_event(ready, _condition("Ready", "False", "ScaledToZero"))
     assert worth_an_event(None, _condition("Ready", "False", "CrashLoop"))  # a Warning

@@ -19,6 +19,7 @@ from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.controller.queue import WorkQueue
 from nemotron_operator.controller.reconcile.finalizer import FINALIZER
 from nemotron_operator.controller.reconcile.parts import Parts
+from nemotron_operator.controller.reconcile.progress_hold import ProgressHold
 from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
 from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.controller.watch.child_cache import ChildCache
@@ -109,9 +110,20 @@ def serving_pod(*, ready: bool = True, waiting: dict[str, Any] | None = None) ->
 
 
 @dataclass
+class Clock:
+    """The progress hold's clock (``ProgressHold``): moved by the test."""
+
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
 class World:
     kube: FakeKube
     reconciler: Reconciler
+    clock: Clock
     # Another writer acting after kopf delivered the object and before the reconcile writes.
     after_delivery: Callable[[FakeKube], None] | None = None
 
@@ -144,12 +156,23 @@ class World:
 
 
 def world(
-    *nodes: dict[str, Any], crds: frozenset[Any] = frozenset(), gateway: bool = False
+    *nodes: dict[str, Any],
+    crds: frozenset[Any] = frozenset(),
+    gateway: bool = False,
+    progress_hold: float = 0.0,
 ) -> World:
+    """A world whose reconciles write every step of progress at once unless ``progress_hold``
+    (the operator's ``--progress-hold-seconds``, on ``World.clock``) is given."""
     kube = FakeKube(served_crds=set(crds))
     for item in nodes or (node("h200-a"), node("h200-b")):
         kube.put(NODES, item)
-    config = OperatorConfig(resync_seconds=60.0, scrape_seconds=0.0, inference_gateway=gateway)
+    config = OperatorConfig(
+        resync_seconds=60.0,
+        scrape_seconds=0.0,
+        inference_gateway=gateway,
+        progress_hold_seconds=progress_hold,
+    )
+    clock = Clock()
     client = cast(KubeClient, kube)
     queue = WorkQueue()
     autoscaler = Autoscaler(client, queue)
@@ -167,9 +190,10 @@ def world(
             verifier=Verifier(client, metrics),
             adapters=AdapterSync(queue),
             rollouts=Rollouts(),
+            progress=ProgressHold(config.progress_hold_seconds, clock=clock),
         ),
     )
-    return World(kube, reconciler)
+    return World(kube, reconciler, clock)
 
 
 async def new(**spec: Any) -> World:

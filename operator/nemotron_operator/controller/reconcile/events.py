@@ -14,64 +14,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nemotron_operator.api import Condition, NemotronDeploymentStatus
+from nemotron_operator.controller.reconcile.event_types import (
+    event_message,
+    event_type,
+    worth_an_event,
+)
 from nemotron_operator.controller.reconcile.outcome import Outcome
+from nemotron_operator.controller.reconcile.progress_hold import ProgressHold
 from nemotron_operator.controller.watch.deployment_store import DeploymentStore
 from nemotron_operator.kube import KubeClient, writes
 from nemotron_operator.kube.timestamps import format_time
 from nemotron_operator.status import StatusInputs, compute_status, flipped
 
 logger = logging.getLogger(__name__)
-
-# A condition in this state is bad news: a Warning Event; anything else is Normal.
-_WARNING = {
-    ("Feasible", "False"),
-    ("CapacityAvailable", "False"),
-    ("Degraded", "True"),
-    ("PlanAccurate", "False"),  # vLLM got materially less KV cache than planned
-    ("Verified", "False"),  # a serving pod failed the behavioural check: it takes no traffic
-    ("Autoscaling", "False"),  # autoscaling.provider KEDA without KEDA: nothing scales it
-}
-
-# Ready=False for these reasons is progress, not trouble: a Normal Event.
-_PROGRESS = frozenset(
-    {
-        "LoadingModel",
-        "DownloadingWeights",  # a shared cache's download Job runs (status/download.py)
-        "Verifying",
-        "WaitingForPods",
-        "RolloutInProgress",
-        "NotPlanned",
-        "ScaledToZero",  # scale to zero (autoscaling.minReplicas 0): idle, by design
-    }
-)
-
-
-def event_type(condition: Condition) -> str:
-    if (condition.type, condition.status) in _WARNING:
-        return "Warning"
-    if condition.type == "Ready" and condition.status == "False":
-        return "Normal" if condition.reason in _PROGRESS else "Warning"
-    return "Normal"
-
-
-def worth_an_event(before: Condition | None, after: Condition) -> bool:
-    """Warnings, Ready=True, the loss of Ready, and recoveries from a warning. Not a condition's
-    first healthy value, and not a step of progress while the deployment was not Ready yet
-    (WaitingForPods → LoadingModel → Verifying): those steps are in ``status.conditions``
-    (reason, message, lastTransitionTime), and an Event each made the Events 3 of the 11
-    writes a deployment cost until Ready (docs/benchmarks.md). A healthy create posts one
-    Event, when it becomes Ready."""
-    if event_type(after) == "Warning":
-        return True
-    if before is not None and event_type(before) == "Warning":
-        return True  # a recovery
-    if after.type == "Ready":
-        return after.status == "True" or (before is not None and before.status == "True")
-    return False
-
-
-def event_message(condition: Condition) -> str:
-    return f"{condition.type}={condition.status}: {condition.message}"
 
 
 async def post_events(
@@ -80,11 +35,14 @@ async def post_events(
     before: list[Condition],
     changed: list[Condition],
     now: datetime,
+    *,
+    first_ready: bool = False,
 ) -> None:
-    """An Event for each changed condition worth one (``involved``: the object's metadata)."""
+    """An Event for each changed condition worth one (``involved``: the object's metadata;
+    ``first_ready``: no serving pod of it had been Ready before)."""
     previous = {c.type: c for c in before}
     for condition in changed:
-        if not worth_an_event(previous.get(condition.type), condition):
+        if not worth_an_event(previous.get(condition.type), condition, first_ready=first_ready):
             continue
         await writes.post_event(
             kube,
@@ -104,15 +62,26 @@ async def write_status(
     *,
     previous: NemotronDeploymentStatus | None,
     outcome: Outcome,
+    hold: ProgressHold,
 ) -> None:
     """Compute the status; patch it only when it differs from the stored one (its answer into
-    the store), then post an Event per condition change that matters."""
+    the store) and is not a step of progress that may still wait (``progress_hold.py``: then
+    the reconcile is re-queued for when it may not), then post an Event per condition change
+    that matters."""
     moment = datetime.now(UTC)
     status = compute_status(inputs, previous, now=format_time(moment))
     outcome.status = status
     new_wire = status.to_wire()
     old_wire = previous.to_wire() if previous is not None else {}
+    key = (raw["metadata"]["namespace"], raw["metadata"]["name"])
     if new_wire == old_wire:
+        hold.settled(key)
+        return
+    wait = hold.wait(key, previous, status)
+    if wait is not None:
+        outcome.retry_after = (
+            wait if outcome.retry_after is None else min(outcome.retry_after, wait)
+        )
         return
     changed = sorted(k for k in {*new_wire, *old_wire} if new_wire.get(k) != old_wire.get(k))
     metadata = raw["metadata"]
@@ -120,4 +89,8 @@ async def write_status(
     deployments.written(await writes.patch_status(kube, raw, new_wire))
     outcome.status_written = True
     before = list(previous.conditions) if previous is not None else []
-    await post_events(kube, metadata, before, flipped(before, status.conditions), moment)
+    # No serving pod had been Ready before: the first Ready is in status, not an Event.
+    first = previous is None or previous.startup is None or previous.startup.last_observed is None
+    await post_events(
+        kube, metadata, before, flipped(before, status.conditions), moment, first_ready=first
+    )

@@ -13,6 +13,7 @@ from nemotron_operator.controller.pods.autoscaler import Autoscaler
 from nemotron_operator.controller.pods.scraper import Scraper
 from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.controller.queue import Key
+from nemotron_operator.controller.reconcile.progress_hold import ProgressHold
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,13 @@ class Parts:
     verifier: Verifier  # the behavioural check before a pod takes traffic (its readiness gate)
     adapters: AdapterSync  # LoRA adapters loaded at run time
     rollouts: Rollouts  # spec.rollout: the progress deadlines
+    progress: ProgressHold  # status writes of progress steps that may still wait
 
     def all(self) -> tuple[DeploymentPart, ...]:
-        return (self.scraper, self.autoscaler, self.verifier, self.adapters, self.rollouts)
+        return (
+            self.scraper, self.autoscaler, self.verifier, self.adapters, self.rollouts,
+            self.progress,
+        )  # fmt: skip
 
     def revisions(self, key: Key) -> tuple[Hashable, ...]:
         """What every part adds to ``key``'s status, as versions (for the fingerprint)."""

@@ -239,8 +239,9 @@ class Reconciler:
             multi_node=multi_node,
         )
         await write_status(
-            self.kube, self.deployments, raw, inputs, previous=read.previous, outcome=outcome
-        )
+            self.kube, self.deployments, raw, inputs, previous=read.previous, outcome=outcome,
+            hold=self.parts.progress,
+        )  # fmt: skip
         return outcome
 
     async def _sync(

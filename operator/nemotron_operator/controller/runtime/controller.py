@@ -28,6 +28,7 @@ from nemotron_operator.controller.pods.scraper import Scraper
 from nemotron_operator.controller.pods.verifier import Verifier
 from nemotron_operator.controller.queue import Key, WorkQueue
 from nemotron_operator.controller.reconcile.parts import Parts
+from nemotron_operator.controller.reconcile.progress_hold import ProgressHold
 from nemotron_operator.controller.reconcile.reconciler import Outcome, Reconciler
 from nemotron_operator.controller.runtime.health import HealthState
 from nemotron_operator.controller.runtime.kopf_wiring import WATCHED, running_watchers
@@ -85,6 +86,7 @@ class Controller:
             verifier=Verifier(kube, self.metrics),
             adapters=AdapterSync(self.queue),
             rollouts=Rollouts(),
+            progress=ProgressHold(config.progress_hold_seconds),
         )
         self.reconciler = Reconciler(
             kube,

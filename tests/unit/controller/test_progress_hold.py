@@ -1,0 +1,159 @@
+"""Steps of progress before the first Ready wait up to ``--progress-hold-seconds`` and are written
+together; everything else is written at once; the first Ready is in status, not an Event
+(``controller/reconcile/progress_hold.py``, ``event_types.worth_an_event``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nemotron_operator.api import NemotronDeploymentStatus
+from nemotron_operator.controller.reconcile.progress_hold import ProgressHold, progress_only
+from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS, STATEFULSETS
+from tests.unit.controller.world import CHILDREN, NAME, NAMES, NS, STATUS, World, deployment, world
+from tests.unit.controller.world import serving_pod as bare_serving_pod
+
+HOLD = 5.0
+CREATED = "2026-01-01T00:00:00Z"
+
+
+def serving_pod(*, ready: bool, at: str = "2026-01-01T00:01:00Z") -> dict[str, Any]:
+    """The leader pod with the times a real pod has (its start is then in status.startup)."""
+    pod = bare_serving_pod(ready=ready)
+    pod["metadata"]["creationTimestamp"] = CREATED
+    flag = "True" if ready else "False"
+    pod["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": CREATED},
+        {"type": "ContainersReady", "status": flag, "lastTransitionTime": at},
+        {"type": "Ready", "status": flag, "lastTransitionTime": at},
+    ]
+    pod["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": CREATED}}
+    return pod
+
+
+def rolled_out(w: World) -> None:
+    sts = w.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
+    sts["status"] = {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "readyReplicas": 1,
+        "updatedReplicas": 1,
+        "currentRevision": "r1",
+        "updateRevision": "r1",
+    }
+
+
+def ready_reason(w: World) -> tuple[str, str]:
+    stored = NemotronDeploymentStatus.model_validate(
+        w.kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME)["status"]
+    )
+    ready = next(c for c in stored.conditions if c.type == "Ready")
+    return ready.status, ready.reason
+
+
+async def created() -> World:
+    w = world(progress_hold=HOLD)
+    w.kube.put(NEMOTRON_DEPLOYMENTS, deployment())
+    outcome, writes = await w.reconcile()
+    assert writes == [*CHILDREN, STATUS]  # the plan at create is never held
+    assert outcome.retry_after is None
+    return w
+
+
+async def test_a_step_of_progress_waits_then_is_written_with_the_latest_state() -> None:
+    w = await created()
+    assert ready_reason(w) == ("False", "WaitingForPods")
+    w.kube.put(PODS, serving_pod(ready=False))
+    outcome, writes = await w.reconcile()
+    assert outcome.status is not None
+    computed = next(c for c in outcome.status.conditions if c.type == "Ready")
+    assert (computed.status, computed.reason) != ("False", "WaitingForPods")  # a new step
+    assert writes == []  # held
+    assert outcome.retry_after == HOLD
+    w.clock.now += 2.0
+    outcome, writes = await w.reconcile()
+    assert writes == []
+    assert outcome.retry_after == HOLD - 2.0  # counted from the first unwritten change
+    w.clock.now += 3.0
+    outcome, writes = await w.reconcile()
+    assert writes == [STATUS]  # the step stood: written, no Event for progress
+    assert ready_reason(w) == ("False", computed.reason)
+    assert outcome.retry_after is None
+
+
+async def test_ready_is_written_at_once_with_what_waited_and_the_first_ready_posts_no_event() -> (
+    None
+):
+    w = await created()
+    w.kube.put(PODS, serving_pod(ready=False))
+    outcome, writes = await w.reconcile()
+    assert writes == []
+    assert outcome.retry_after == HOLD
+    rolled_out(w)
+    w.kube.put(PODS, serving_pod(ready=True))
+    outcome, writes = await w.reconcile()  # no time passed: Ready is never held
+    assert writes == [STATUS]  # and no Event: the first Ready is in status
+    assert ready_reason(w)[0] == "True"
+    stored = w.kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME)["status"]
+    assert stored["startup"]["lastObserved"]["pod"] == f"{NAME}-0"
+    assert len(w.reconciler.parts.progress) == 0  # nothing left waiting
+
+
+async def test_a_warning_is_written_at_once_and_ready_regained_after_it_is_an_event() -> None:
+    w = await created()
+    rolled_out(w)
+    w.kube.put(PODS, serving_pod(ready=True))
+    _, writes = await w.reconcile()
+    assert writes == [STATUS]
+    crashing = copy.deepcopy(serving_pod(ready=False, at="2026-01-01T00:02:00Z"))
+    crashing["status"]["containerStatuses"][0].update(
+        state={"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}, restartCount=5
+    )
+    w.kube.put(PODS, crashing)
+    _, writes = await w.reconcile()
+    assert writes[0] == STATUS  # not held: a warning
+    assert "create Event Warning CrashLoop" in writes
+    w.kube.put(PODS, serving_pod(ready=True, at="2026-01-01T00:03:00Z"))
+    _, writes = await w.reconcile()
+    assert writes[0] == STATUS
+    assert any(wr.startswith("create Event Normal") for wr in writes)  # Ready again: news
+
+
+async def test_no_hold_writes_every_step_at_once() -> None:
+    w = world(progress_hold=0.0)
+    w.kube.put(NEMOTRON_DEPLOYMENTS, deployment())
+    await w.reconcile()
+    w.kube.put(PODS, serving_pod(ready=False))
+    outcome, writes = await w.reconcile()
+    assert writes == [STATUS]
+    assert outcome.retry_after is None
+
+
+def status(condition: tuple[str, str], **extra: Any) -> NemotronDeploymentStatus:
+    conditions = [
+        {"type": "Feasible", "status": "True", "reason": "Planned", "message": "",
+         "lastTransitionTime": CREATED},
+        {"type": "Ready", "status": condition[0], "reason": condition[1], "message": "",
+         "lastTransitionTime": CREATED},
+    ]  # fmt: skip
+    return NemotronDeploymentStatus.model_validate(
+        {"observedGeneration": 1, "phase": "Deploying", "conditions": conditions, **extra}
+    )
+
+
+def test_what_counts_as_progress_only() -> None:
+    waiting = status(("False", "WaitingForPods"))
+    loading = status(("False", "LoadingModel"))
+    assert progress_only(waiting, loading)
+    assert progress_only(waiting, status(("False", "Verifying"), ready="0/1", readyReplicas=0))
+    assert not progress_only(None, loading)  # the first status (the plan) is written at once
+    assert not progress_only(loading, status(("True", "AllReplicasReady")))  # Ready
+    assert not progress_only(loading, status(("False", "CrashLoop")))  # a warning
+    assert not progress_only(status(("False", "CrashLoop")), loading)  # a recovery
+    assert not progress_only(waiting, status(("False", "LoadingModel"), observedGeneration=2))
+    assert not progress_only(waiting, status(("False", "LoadingModel"), endpoint="http://x:8000"))
+    hold = ProgressHold(HOLD, clock=lambda: 0.0)
+    assert hold.wait(("ns", "a"), waiting, status(("True", "AllReplicasReady"))) is None
+    assert hold.wait(("ns", "a"), waiting, loading) == HOLD
+    hold.forget(("ns", "a"))
+    assert len(hold) == 0

@@ -18,6 +18,10 @@ _OBSOLETE_CHILD = (
     "a child that is no longer desired is deleted (a layout change drops headless workers or the "
     "PDB); this flow never changes the layout"
 )
+_ONE_POD = (
+    "the PodDisruptionBudget of a deployment that can run more than one serving pod "
+    "(render/services.py); the example serves one pod, which needs none"
+)
 _SHARED_CACHE = "the shared weight cache claim (spec.storage.cache.shared); the example has none"
 _NETWORK_POLICY = "spec.networkPolicy (opt-in); the example has none"
 _STORE_MISS = (
@@ -42,7 +46,8 @@ SOMETIMES_USED: dict[Grant, str] = {
 UNUSED_GRANTS: dict[Grant, str] = {
     ("apps", "statefulsets", "create"): _SSA_CREATE,
     ("", "services", "create"): _SSA_CREATE,
-    ("policy", "poddisruptionbudgets", "create"): _SSA_CREATE,
+    ("policy", "poddisruptionbudgets", "create"): _ONE_POD,
+    ("policy", "poddisruptionbudgets", "patch"): _ONE_POD,
     ("apps", "statefulsets", "delete"): _OBSOLETE_CHILD,
     ("", "services", "delete"): _OBSOLETE_CHILD,
     ("policy", "poddisruptionbudgets", "delete"): _OBSOLETE_CHILD,

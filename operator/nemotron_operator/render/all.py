@@ -93,7 +93,8 @@ def render_all(
     if dra.uses_dra(deployment):
         gpus_per_pod = plan.gpus_per_replica // plan.nodes_per_replica
         objects.append(dra.build_claim_template(deployment, plan, names, gpus_per_pod))
-    objects.append(services.build_pod_disruption_budget(names))
+    if services.needs_pod_disruption_budget(deployment, plan.nodes_per_replica):
+        objects.append(services.build_pod_disruption_budget(names))
     objects += build_network_policies(
         deployment, plan, names, options.operator_namespace, leader_worker_set=lws
     )

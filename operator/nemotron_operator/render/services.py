@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nemotron_operator.api import NemotronDeployment
 from nemotron_operator.render import names as n
 from nemotron_operator.render.engine import MASTER_PORT, SERVE_PORT
 from nemotron_operator.render.names import Names
@@ -50,6 +51,21 @@ def build_headless_service(names: Names, multi_node: bool) -> dict[str, Any]:
             "ports": ports,
         },
     }
+
+
+def needs_pod_disruption_budget(deployment: NemotronDeployment, nodes_per_replica: int) -> bool:
+    """Only a deployment that can have more than one serving pod gets the budget: with one pod,
+    ``maxUnavailable: 1`` allows every eviction a cluster without the budget would, so it was an
+    object (and a write, and a watch event per change) that changed nothing. More than one: a
+    replica on several nodes, ``spec.replicas`` > 1, or an autoscaler that may go above 1 (the
+    budget is then kept at every scale, not created and deleted as it moves)."""
+    spec = deployment.spec
+    autoscaling = spec.autoscaling
+    return (
+        nodes_per_replica > 1
+        or spec.replicas > 1
+        or (autoscaling is not None and autoscaling.max_replicas > 1)
+    )
 
 
 def build_pod_disruption_budget(names: Names) -> dict[str, Any]:

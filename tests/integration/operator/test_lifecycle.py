@@ -34,7 +34,7 @@ def test_create_owns_children_and_reports_ready_then_idles_without_writes(
     wait_ready(cluster)
     owner = cluster.get(NDS, NAMESPACE, "nano")
     assert owner is not None
-    for key in (STATEFULSETS, SERVICES, PDBS):
+    for key in (STATEFULSETS, SERVICES):  # one serving pod: no PodDisruptionBudget
         found = children(cluster, key)
         assert found, key
         for child in found:

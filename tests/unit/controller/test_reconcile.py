@@ -325,3 +325,12 @@ async def test_a_reconcile_on_unchanged_inputs_is_skipped_without_a_request() ->
     w.edit_spec(replicas=2)
     outcome, _ = await w.reconcile()
     assert outcome.result == "ok"
+
+
+async def test_the_pod_disruption_budget_follows_whether_more_than_one_pod_can_serve() -> None:
+    w = await new(replicas=2)
+    _, writes = await w.reconcile()
+    assert "apply PodDisruptionBudget/nano" in writes
+    w.edit_spec(replicas=1)  # and an older operator's budget on a one-pod deployment goes too
+    _, writes = await w.reconcile()
+    assert "delete PodDisruptionBudget/nano" in writes

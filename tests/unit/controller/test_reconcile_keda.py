@@ -32,7 +32,10 @@ async def created(w: World, **spec: Any) -> tuple[Any, list[str]]:
 async def test_with_the_crd_the_scaled_object_is_applied_owned_and_reported() -> None:
     w = world(crds=frozenset({SCALED_OBJECTS}))
     outcome, writes = await created(w, autoscaling=KEDA)
-    assert [x for x in writes if x.startswith("apply")] == [*CHILDREN, "apply ScaledObject/nano"]
+    # Up to 3 replicas: the PodDisruptionBudget too (render/services.py).
+    assert [x for x in writes if x.startswith("apply")] == [
+        *CHILDREN, "apply PodDisruptionBudget/nano", "apply ScaledObject/nano"
+    ]  # fmt: skip
     scaled = w.kube.stored(SCALED_OBJECTS, NS, NAME)
     (owner,) = scaled["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("NemotronDeployment", NAME, True)
@@ -51,7 +54,9 @@ async def test_with_the_crd_the_scaled_object_is_applied_owned_and_reported() ->
 async def test_without_the_crd_nothing_is_requested_and_the_missing_crd_is_named() -> None:
     w = world()
     outcome, writes = await created(w, autoscaling=KEDA)
-    assert [x for x in writes if x.startswith("apply")] == CHILDREN
+    assert [x for x in writes if x.startswith("apply")] == [
+        *CHILDREN, "apply PodDisruptionBudget/nano"
+    ]  # fmt: skip
     assert not any("ScaledObject" in x for x in writes)
     condition = autoscaling_condition(outcome)
     assert condition is not None

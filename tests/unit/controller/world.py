@@ -46,8 +46,7 @@ CHILDREN = [
     "apply Service/nano-headless",
     "apply Service/nano",
     "apply StatefulSet/nano",
-    "apply PodDisruptionBudget/nano",
-]
+]  # one serving pod: no PodDisruptionBudget (render/services.py)
 STATUS = "patch NemotronDeployment/nano/status"
 KARPENTER = {"provisioner": "Karpenter", "karpenter": {"nodeClassRef": {"name": "gpu"}}}
 

@@ -46,7 +46,7 @@ def test_yaml_output_has_the_plan_header_and_every_object(
     assert out.startswith("# NemotronDeployment ai/cli: " + SUPER_VL)
     assert "# Max concurrency at maxModelLen:" in out
     kinds = [d["kind"] for d in yaml.safe_load_all(out) if d]
-    assert kinds == ["Service", "Service", "StatefulSet", "PodDisruptionBudget"]
+    assert kinds == ["Service", "Service", "StatefulSet"]  # one pod: no PodDisruptionBudget
 
 
 def test_json_output_is_a_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,6 +33,17 @@ def test_single_node_replicas_share_one_statefulset() -> None:
     assert kinds(objects) == ["Service", "Service", "StatefulSet", "PodDisruptionBudget"]
 
 
+def test_a_pod_disruption_budget_only_where_more_than_one_serving_pod_can_run() -> None:
+    # One pod: maxUnavailable 1 would allow every eviction anyway.
+    assert "PodDisruptionBudget" not in kinds(render({"replicas": 1}))
+    assert "PodDisruptionBudget" in kinds(render({"replicas": 2}))
+    assert "PodDisruptionBudget" in kinds(render({"replicas": 1}, plan=TWO_NODES))
+    scaled = {"replicas": 1, "autoscaling": {"minReplicas": 1, "maxReplicas": 2}}
+    assert "PodDisruptionBudget" in kinds(render(scaled))
+    single = {"replicas": 1, "autoscaling": {"minReplicas": 0, "maxReplicas": 1}}
+    assert "PodDisruptionBudget" not in kinds(render(single))
+
+
 def test_multi_node_replica_has_a_leader_and_a_worker_statefulset() -> None:
     objects = render({"replicas": 2}, plan=TWO_NODES)
     statefulsets = of_kind(objects, "StatefulSet")

@@ -86,18 +86,27 @@ class Collector:
                 raise RuntimeError("the collector's watches did not start")
             await asyncio.sleep(0.01)
 
-    async def watch_pods(self, namespace: str) -> None:
-        """Watch the serving pods of one namespace (from now on, until ``stop``): a deployment's
-        ``pod`` is when the first appeared. Per namespace, not cluster-wide: the batches'
-        pods would cost this process (which shares the cores) a decoded event per pod change."""
+    async def watch_pods(self, namespace: str) -> asyncio.Task[None]:
+        """Watch the serving pods of one namespace (until ``unwatch`` or ``stop``): a
+        deployment's ``pod`` is when its first was seen (listed, or ADDED). Per namespace, not
+        cluster-wide: the batches' pods would cost this process (which shares the cores) a
+        decoded event per pod change while they are measured."""
         synced = self._synced
         path = f"/api/v1/namespaces/{namespace}/pods?{_SERVING}"
-        self._tasks.append(asyncio.create_task(self._stream(path, self._on_pod)))
+        task = asyncio.create_task(self._stream(path, self._on_pod))
+        self._tasks.append(task)
         deadline = time.monotonic() + 30
         while self._synced == synced:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the collector's pod watch in {namespace} did not start")
             await asyncio.sleep(0.01)
+        return task
+
+    async def unwatch(self, task: asyncio.Task[None]) -> None:
+        self._tasks.remove(task)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     async def stop(self) -> None:
         for task in self._tasks:

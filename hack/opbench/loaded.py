@@ -97,17 +97,24 @@ async def floor_loaded(
     sim: SimCluster,
     *,
     count: int,
-    resident: int,
+    batch: list[Key],
     gpus: Any,
     control_plane_idle: float,
-    limit: float,
+    limits: tuple[float, float],
 ) -> dict[str, Any]:
-    """The floor's single deployments while its batch is resident, once the batch's pods are
-    created and the cluster is quiet again (the operator's are measured after its idle window,
-    on a quiet cluster too)."""
+    """The floor's single deployments while its ``batch`` is resident, once every one of the
+    batch's pods exists (the StatefulSet controller creates them after the batch has converged,
+    at its client's pace; the operator's batch waits for Ready, and so for them) and the cluster
+    is quiet again. ``limits``: at most this long for the pods, then for quiet."""
     keys = loaded_keys(f"floor-{NAMESPACE}", count)
-    report.say(f"floor: {count} single deployments, one at a time, {resident} resident")
-    waited = await cluster_quiet(sim, control_plane_idle, limit)
+    report.say(f"floor: {count} single deployments, one at a time, {len(batch)} resident")
+    start = time.perf_counter()
+    watches = [await collector.watch_pods(n) for n in sorted({k[0] for k in batch})]
+    pods_created = await collector.wait(batch, "pod", limits[0])
+    for watch in watches:  # the batch's pods change no more than they are deleted
+        await collector.unwatch(watch)
+    pods_s = round(time.perf_counter() - start, 1)
+    waited = await cluster_quiet(sim, control_plane_idle, limits[1])
     await prepare(client, collector, keys, gpus)
 
     async def apply(key: Key) -> None:
@@ -119,8 +126,11 @@ async def floor_loaded(
     async def pod(key: Key) -> bool:
         return await collector.wait([key], "pod", WAIT_SECONDS)
 
-    row = await one_at_a_time(collector, keys, apply, [converged, pod], resident=resident)
-    return {"namespace": keys[0][0], "waited_for_quiet_s": waited, **row}
+    row = await one_at_a_time(collector, keys, apply, [converged, pod], resident=len(batch))
+    out = {"namespace": keys[0][0], "waited_for_batch_pods_s": pods_s, **row}
+    if not pods_created:
+        out["batch_pods_missing"] = len(collector.pending(batch, "pod"))
+    return {**out, "waited_for_quiet_s": waited}
 
 
 async def operator_loaded(phases: OperatorPhases, resident: int) -> dict[str, Any]:

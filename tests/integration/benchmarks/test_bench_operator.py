@@ -155,6 +155,9 @@ def check_loaded_singles(results: dict[str, Any]) -> None:
             assert summary["n"] == count, (source, what, summary)
             assert "missing" not in summary, (source, what, summary)
             assert 0 < summary["p50_ms"] <= summary["p99_ms"] == summary["max_ms"], summary
+    # The floor's waited until every pod of its batch existed (the StatefulSet controller's).
+    assert "batch_pods_missing" not in results["floor"]["loaded_single"]
+    assert results["floor"]["loaded_single"]["waited_for_batch_pods_s"] >= 0
     targets = {t["target"]: t for t in results["targets"]}
     children = targets["loaded single p99, apply -> children (6 resident)"]["measured"]
     assert children.endswith(f" ms, n={count})"), children

@@ -31,13 +31,20 @@ from opbench.stacks import Bucket, Stack, summarise
 CHUNK_SECONDS = 10
 _GO = Path("/usr/local/go/bin/go")
 
+# The watch cache's own work and the fan-out to watchers. Not the whole cacher package: its
+# CacheDelegator is the path of every GET, LIST and update (GuaranteedUpdate) since 1.33.
+_WATCH = (
+    r"^k8s\.io/apiserver/pkg/storage/cacher\.\(\*(Cacher|cacheWatcher|watchCache|cachingObject)\)",
+    r"^k8s\.io/apiserver/pkg/storage/cacher/store",
+    r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(handleWatch|serveWatch)",
+    r"^k8s\.io/apiserver/pkg/endpoints/handlers\.\(\*(WatchServer|watchEncoder|watchEmbeddedEncoder)\)",
+)
+_HANDLERS = r"^k8s\.io/apiserver/pkg/endpoints/handlers\."
+_GC = r"^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)"
+
 # What kube-apiserver's CPU did, tried in this order (opbench.stacks: the first match wins).
 WORK_BUCKETS = (
-    Bucket.of(
-        "watch fan-out (cacher, watch serving and its encoding)",
-        r"^k8s\.io/apiserver/pkg/storage/cacher",
-        r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(serveWatch|\(\*WatchServer\))",
-    ),
+    Bucket.of("watch cache and fan-out (its encoding included)", *_WATCH),
     Bucket.of(
         "apply and managedFields",
         r"^k8s\.io/apiserver/pkg/endpoints/handlers/fieldmanager",
@@ -66,9 +73,6 @@ WORK_BUCKETS = (
     ),
     Bucket.of("audit log", r"^k8s\.io/apiserver/pkg/audit", r"^k8s\.io/apiserver/plugin/pkg/audit"),
     Bucket.of(
-        "etcd (client and storage)", r"^go\.etcd\.io/", r"^k8s\.io/apiserver/pkg/storage/etcd3"
-    ),
-    Bucket.of(
         "serialization (JSON, protobuf, conversion)",
         r"^encoding/json",
         r"^sigs\.k8s\.io/json",
@@ -77,6 +81,9 @@ WORK_BUCKETS = (
         r"^k8s\.io/apimachinery/pkg/conversion",
         r"^github\.com/gogo/protobuf",
         r"^google\.golang\.org/protobuf",
+    ),
+    Bucket.of(
+        "etcd (client and storage)", r"^go\.etcd\.io/", r"^k8s\.io/apiserver/pkg/storage/etcd3"
     ),
     Bucket.of(
         "metrics (its /metrics, observations)",
@@ -91,35 +98,32 @@ WORK_BUCKETS = (
         r"^internal/poll",
         r"^syscall\.",
     ),
-    Bucket.of("Go GC (background)", r"^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)"),
+    Bucket.of("Go GC (background)", _GC),
 )
 
-# The same samples by the request handler they ran under (the cacher's dispatch is the watches').
+# The same samples by the request handler they ran under (a handler's work runs in a goroutine
+# of finisher.finishRequest, under the handler's own functions), then the filters before it.
 REQUEST_BUCKETS = (
-    Bucket.of(
-        "watch",
-        r"^k8s\.io/apiserver/pkg/storage/cacher",
-        r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(serveWatch|\(\*WatchServer\))",
-    ),
-    Bucket.of(
-        "create", r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(createHandler|CreateResource)"
-    ),
+    Bucket.of("watch", *_WATCH),
+    Bucket.of("create", _HANDLERS + r"(CreateResource|createHandler|\(\*namedCreaterAdapter\))"),
     Bucket.of(
         "patch and apply",
-        r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(PatchResource|\(\*patcher\))",
+        _HANDLERS + r"(PatchResource|strategicPatchObject)",
+        _HANDLERS + r"\(\*(patcher|jsonPatcher|smpPatcher|applyPatcher)\)",
     ),
-    Bucket.of("update", r"^k8s\.io/apiserver/pkg/endpoints/handlers\.UpdateResource"),
+    Bucket.of("update", _HANDLERS + r"UpdateResource"),
+    Bucket.of("delete", _HANDLERS + r"(DeleteResource|DeleteCollection)"),
+    Bucket.of("get", _HANDLERS + r"(GetResource|getResourceHandler)"),
+    Bucket.of("list", _HANDLERS + r"ListResource"),
     Bucket.of(
-        "delete", r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(DeleteResource|DeleteCollection)"
+        "filters before a handler (authentication, audit, priority and fairness)",
+        r"^k8s\.io/apiserver/pkg/endpoints/filters",
+        r"^k8s\.io/apiserver/pkg/server/filters",
     ),
-    Bucket.of(
-        "get", r"^k8s\.io/apiserver/pkg/endpoints/handlers\.(GetResource|getResourceHandler)"
-    ),
-    Bucket.of("list", r"^k8s\.io/apiserver/pkg/endpoints/handlers\.ListResource"),
     Bucket.of(
         "etcd and storage (background)", r"^go\.etcd\.io/", r"^k8s\.io/apiserver/pkg/storage"
     ),
-    Bucket.of("Go GC (background)", r"^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)"),
+    Bucket.of("Go GC (background)", _GC),
 )
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}

@@ -40,20 +40,25 @@ OPERATOR_BUCKETS = (
         r"^Thread\._wait_for_tstate_lock \(threading\.py",
         leaf=True,
     ),
-    Bucket.of("status patches", r"^patch_status \(nemotron_operator/kube/writes\.py"),
-    Bucket.of("pod readiness gate", r"^set_pod_condition \(nemotron_operator/kube/writes\.py"),
     Bucket.of(
         "Events",
         r"^(post_event|event_body) \(nemotron_operator/kube/writes\.py",
-        r"\(nemotron_operator/controller/reconcile/events\.py",
+        r"^post_events \(nemotron_operator/controller/reconcile/events\.py",
     ),
+    Bucket.of("status patches", r"^patch_status \(nemotron_operator/kube/writes\.py"),
+    Bucket.of("pod readiness gate", r"^set_pod_condition \(nemotron_operator/kube/writes\.py"),
     Bucket.of(
         "child applies",
         r"^(apply_child|delete_child) \(nemotron_operator/kube/writes\.py",
         r"\(nemotron_operator/controller/reconcile/apply\.py",
     ),
     Bucket.of("plan and render", r"\(nemotron_operator/(sizing|catalog|render|api)/"),
-    Bucket.of("status computation", r"\(nemotron_operator/status/"),
+    # What write_status does besides the patch and the Events: compute, serialise, compare.
+    Bucket.of(
+        "status computation",
+        r"\(nemotron_operator/status/",
+        r"^write_status \(nemotron_operator/controller/reconcile/events\.py",
+    ),
     Bucket.of("GPU inventory", r"\(nemotron_operator/controller/watch/inventory\.py"),
     Bucket.of(
         "watch event decoding and caches",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -35,6 +36,12 @@ if TYPE_CHECKING:
 
 KEEP_BYTES = 512 * 1024  # a raw profile larger than this (gzipped) is not kept beside the JSON
 PROFILED_FROM = 1000  # the sizes profiled by default: these and larger (else the largest)
+# Frames under which everything runs (the interpreter's start, the event loop, a thread's
+# start): the printed inclusive top leaves them out (the JSON keeps them).
+_ROOTS = re.compile(
+    r"\((<frozen runpy>|asyncio/(runners|base_events|events)\.py|threading\.py"
+    r"|nemotron_operator/cli/)"
+)
 _COMPARED = (  # what the table prints of the floor's window against the operator's
     ("by work", "apiserver_buckets_ms_per_deployment"),
     ("by request", "apiserver_by_request_ms_per_deployment"),
@@ -338,7 +345,8 @@ def print_section(results: dict[str, Any], top: int = 10) -> None:
             ))  # fmt: skip
             for title, key in (("self", "top_self"), ("inclusive", "top_inclusive")):
                 print(f"  top {top} by {title} samples:")
-                for r in spy[key][:top]:
+                rows = [r for r in spy[key] if not _ROOTS.search(r["function"])]
+                for r in rows[:top]:
                     print(f"    {r['percent']:5.1f} %  {r['function']}")
     for size, both in (profiles.get("comparison") or {}).items():
         cpu = both["apiserver_cpu_ms_per_deployment"]

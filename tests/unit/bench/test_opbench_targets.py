@@ -174,3 +174,15 @@ def test_a_loaded_single_that_timed_out_is_a_miss_and_none_run_is_not_measured()
     for name in (NAMES[5], NAMES[6], NAMES[12]):
         assert rows[name]["measured"] is None, name
         assert rows[name]["met"] is None, name
+
+
+def test_a_batch_that_timed_out_misses_its_convergence_and_its_writes_are_not_measured() -> None:
+    results = full_run()
+    batch = results["convergence"]["batches"]["1000"]
+    batch["timeout"] = "259 not converged after 600 s"
+    batch["ready"] = {"n": 0, "missing": 1000}
+    rows = rows_of(results)
+    assert rows[NAMES[0]]["measured"] == "259 not converged after 600 s"
+    assert rows[NAMES[0]]["met"] is False
+    assert rows[NAMES[2]]["measured"] is None  # counted at the timeout, not at Ready
+    assert rows[NAMES[2]]["met"] is None

@@ -63,10 +63,11 @@ from nemotron_sim import netns  # noqa: E402  (the only simulator module importe
 from opbench import profile, report, serverside  # noqa: E402
 from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
+from opbench.figures import lat, ratios, wall  # noqa: E402
 from opbench.growth import growth  # noqa: E402
 from opbench.loaded import floor_loaded  # noqa: E402
 from opbench.procs import CpuMeter, SimCluster  # noqa: E402
-from opbench.run import OperatorPhases, lat, wall  # noqa: E402
+from opbench.run import OperatorPhases  # noqa: E402
 from opbench.workload import (  # noqa: E402
     expected_children,
     floor_reconcile,
@@ -250,32 +251,6 @@ async def control_plane_idle(sim: SimCluster, seconds: float = 3.0) -> float:
     before = sim.control_plane_cpu_seconds()
     await asyncio.sleep(seconds)
     return (sim.control_plane_cpu_seconds() - before) / seconds
-
-
-def ratios(results: dict[str, Any]) -> dict[str, dict[str, float | None]]:
-    """Operator ÷ floor: wall time for a batch to converge, and the median deployment."""
-    operator, floor = results.get("convergence") or {}, results["floor"]
-
-    def divide(a: Any, b: Any) -> float | None:
-        return round(a / b, 2) if isinstance(a, int | float) and b else None
-
-    out = {
-        "single": {
-            "converged_p50": divide(
-                (operator.get("single") or {}).get("converged", {}).get("p50_ms"),
-                floor["single"]["converged"].get("p50_ms"),
-            )
-        }
-    }
-    for size, row in (operator.get("batches") or {}).items():
-        base = floor["batches"].get(size) or {}
-        out[size] = {
-            "converged_wall": divide(row.get("converged_wall_s"), base.get("converged_wall_s")),
-            "converged_p50": divide(
-                row["converged"].get("p50_ms"), base.get("converged", {}).get("p50_ms")
-            ),
-        }
-    return out
 
 
 def operator_argv(command: str) -> list[str] | None:

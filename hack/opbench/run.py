@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from opbench import loaded, profile, report
-from opbench.api import GROUP_PATH, WRITE_VERBS, Client, RequestCounts, not_bench
+from opbench.api import GROUP_PATH, WRITE_VERBS, Client, not_bench
 from opbench.collector import Collector, Key
+from opbench.figures import lat, per_deployment, reads_of_deployments, wall
 from opbench.idle import idle
 from opbench.procs import Child, CpuMeter, SimCluster
 from opbench.statusdiff import status_changes
@@ -368,44 +369,3 @@ class OperatorPhases:
             "cpu_s": round(operator.cpu_seconds(), 2),
             "rss_mib": round(operator.rss_mib(), 1),
         }
-
-
-def lat(collector: Collector, keys: list[Key], what: str) -> dict[str, float]:
-    samples = [collector.tracks[k].latency(what) for k in keys]
-    summary = report.latency_summary([s for s in samples if s is not None])
-    missing = sum(s is None for s in samples)
-    return {**summary, "missing": missing} if missing else summary
-
-
-def wall(collector: Collector, keys: list[Key], what: str, start: float) -> float | None:
-    tracks = [collector.tracks[k] for k in keys]
-    ends = [t.converged if what == "converged" else getattr(t, what) for t in tracks]
-    if any(e is None for e in ends):
-        return None
-    return round(max(e for e in ends if e is not None) - start, 2)
-
-
-def reads_of_deployments(counts: RequestCounts, deployments: int) -> int:
-    """Deployments the operator has read back: one GET each, or all of them in a LIST (kopf's,
-    which an operator that reads its objects from the watch does instead of GETs)."""
-    gets, listed = 0, False
-    for r in counts.of(not_bench):
-        if r["resource"] == "nemotrondeployments":
-            gets += r["count"] if r["verb"] == "get" else 0
-            listed = listed or r["verb"] == "list"
-    return deployments if listed else min(gets, deployments)
-
-
-def per_deployment(counts: RequestCounts, deployments: int) -> dict[str, Any]:
-    by_verb = counts.by_verb(not_bench)
-    return {
-        "requests": counts.total(not_bench),
-        "requests_per_deployment": round(counts.total(not_bench) / deployments, 2),
-        "per_deployment_by_verb": {v: round(n / deployments, 2) for v, n in by_verb.items()},
-        "writes_per_deployment": round(counts.writes(not_bench) / deployments, 2),
-        "writes_per_deployment_by_kind": {
-            k: round(n / deployments, 2) for k, n in counts.writes_by_kind(not_bench).items()
-        },
-        "lease_writes": counts.writes(not_bench, leases=True),
-        "by_verb_and_resource": counts.by_verb_and_resource(not_bench),
-    }

@@ -9,8 +9,17 @@ from typing import Any
 
 from nemotron_operator.api import NemotronDeploymentStatus
 from nemotron_operator.controller.reconcile.progress_hold import ProgressHold, progress_only
-from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS, STATEFULSETS
-from tests.unit.controller.world import CHILDREN, NAME, NAMES, NS, STATUS, World, deployment, world
+from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS
+from tests.unit.controller.world import (
+    CHILDREN,
+    NAME,
+    NS,
+    STATUS,
+    World,
+    deployment,
+    rolled_out,
+    world,
+)
 from tests.unit.controller.world import serving_pod as bare_serving_pod
 
 HOLD = 5.0
@@ -29,18 +38,6 @@ def serving_pod(*, ready: bool, at: str = "2026-01-01T00:01:00Z") -> dict[str, A
     ]
     pod["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": CREATED}}
     return pod
-
-
-def rolled_out(w: World) -> None:
-    sts = w.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
-    sts["status"] = {
-        "observedGeneration": 1,
-        "replicas": 1,
-        "readyReplicas": 1,
-        "updatedReplicas": 1,
-        "currentRevision": "r1",
-        "updateRevision": "r1",
-    }
 
 
 def ready_reason(w: World) -> tuple[str, str]:

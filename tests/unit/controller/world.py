@@ -202,11 +202,9 @@ async def new(**spec: Any) -> World:
     return found
 
 
-async def ready() -> World:
-    """Converged: children applied, the StatefulSet rolled out, its pod Ready, status Ready."""
-    found = await new()
-    await found.reconcile()
-    sts = found.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
+def rolled_out(w: World) -> None:
+    """The StatefulSet controller's status once its one pod is Ready at revision r1."""
+    sts = w.kube.stored(STATEFULSETS, NS, NAMES.statefulset)
     sts["status"] = {
         "observedGeneration": 1,
         "replicas": 1,
@@ -215,6 +213,13 @@ async def ready() -> World:
         "currentRevision": "r1",
         "updateRevision": "r1",
     }
+
+
+async def ready() -> World:
+    """Converged: children applied, the StatefulSet rolled out, its pod Ready, status Ready."""
+    found = await new()
+    await found.reconcile()
+    rolled_out(found)
     found.kube.put(PODS, serving_pod())
     outcome, _ = await found.reconcile()
     assert outcome.status is not None

@@ -201,3 +201,23 @@ def inventory_from_usage(
         )
     parsed.sort(key=lambda n: (n.product, n.name, n.allocation))
     return GpuInventory(tuple(parsed))
+
+
+def with_usage(
+    inventory: GpuInventory, used: Mapping[str, int], only: Iterable[str] | None = None
+) -> GpuInventory:
+    """``inventory`` with the free GPUs of its nodes (of those named in ``only``, if given)
+    recounted from ``used`` (GPUs in use per node): what ``inventory_from_usage`` of the same
+    Node objects gives with ``used``, without parsing them again. Nodes whose count is the same
+    stay the same objects."""
+    names = None if only is None else frozenset(only)
+
+    def recounted(node: GpuNode) -> GpuNode:
+        if names is not None and node.name not in names:
+            return node
+        free = max(0, node.gpus - used.get(node.name, 0))
+        return node if free == node.free_gpus else replace(node, free_gpus=free)
+
+    nodes = tuple(recounted(node) for node in inventory.nodes)
+    changed = any(new is not old for new, old in zip(nodes, inventory.nodes, strict=True))
+    return GpuInventory(nodes) if changed else inventory

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from nemotron_operator.sizing import inventory_from_nodes
-from nemotron_operator.sizing.inventory import inventory_from_usage
+from nemotron_operator.sizing.inventory import inventory_from_usage, with_usage
 
 
 def node(
@@ -222,3 +224,30 @@ def test_a_node_with_a_single_gpu_counts() -> None:
         [node("one", "NVIDIA-L40S", 1), node("none", "NVIDIA-L40S", 0)]
     )
     assert [(n.name, n.gpus) for n in inventory.nodes] == [("one", 1)]
+
+
+_NAMES = ("h1", "h2", "h3", "h4")
+_usage = st.dictionaries(st.sampled_from((*_NAMES, "elsewhere")), st.integers(0, 12))
+
+
+@given(sizes=st.lists(st.integers(0, 8), min_size=4, max_size=4), used=_usage, own=_usage)
+def test_recounting_free_gpus_equals_parsing_the_nodes_again(
+    sizes: list[int], used: dict[str, int], own: dict[str, int]
+) -> None:
+    """The inventory reader parses the nodes once and recounts usage per read (with_usage); a
+    deployment's own GPUs are taken out of the nodes they are on only (``only``). Both must be
+    what parsing the Node objects with that usage gives, overcommitted nodes included."""
+    nodes = [node(name, "NVIDIA-H200", gpus) for name, gpus in zip(_NAMES, sizes, strict=True)]
+    every_gpu_free = inventory_from_usage(nodes, {})
+    shared = with_usage(every_gpu_free, used)
+    assert shared == inventory_from_usage(nodes, used)
+    held = {name: min(gpus, used.get(name, 0)) for name, gpus in own.items()}
+    others = {name: used.get(name, 0) - gpus for name, gpus in held.items()}
+    without_own = {**used, **others}
+    assert with_usage(shared, others, only=held) == inventory_from_usage(nodes, without_own)
+
+
+def test_recounting_keeps_the_same_inventory_when_no_count_changes() -> None:
+    inventory = inventory_from_usage([node("h1", "NVIDIA-H200", 8)], {"h1": 3})
+    assert with_usage(inventory, {"h1": 3}) is inventory
+    assert with_usage(inventory, {"h1": 8}, only=["h2"]) is inventory

@@ -9,7 +9,6 @@ re-queue with a delay; an invalid or infeasible spec is a status. Writes go thro
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from typing import Any
@@ -19,6 +18,7 @@ from nemotron_operator.api.errors import SpecError
 from nemotron_operator.api.status import NodePoolStatus
 from nemotron_operator.controller.decide import desired, download, gateway, keda, multinode
 from nemotron_operator.controller.decide.desired import Planned
+from nemotron_operator.controller.decide.plan_memo import PlanMemo
 from nemotron_operator.controller.decide.rollout import Held
 from nemotron_operator.controller.pods.autoscaler import AutoscaleView
 from nemotron_operator.controller.queue import Key
@@ -81,10 +81,12 @@ class Reconciler:
         self.discovery = discovery
         self.parts = parts  # beside the reconcile, per deployment (controller/part.py)
         self.last_inputs = LastInputs()
+        self.plans = PlanMemo()  # each deployment's last plan, while its inputs are equal
 
     def forget(self, key: Key) -> None:
         """``key`` is gone: every part and the fingerprint forget it."""
         self.last_inputs.forget(key)
+        self.plans.forget(key)
         self.parts.forget(key)
 
     async def served(self) -> frozenset[Resource]:
@@ -145,16 +147,12 @@ class Reconciler:
                 await apply.read_instance(self.kube, self.cache, LEADER_WORKER_SETS, *where),
             )
         if deployment is not None:
-            # Planning and rendering are pure CPU work (tens of milliseconds, more for large
-            # searches): off the event loop, so watches, renewals and probes keep their pace.
-            found = await asyncio.to_thread(
-                desired.plan_and_render,
+            found = await self.plans.plan(
+                (names.namespace, names.deployment),
                 deployment,
-                inventory,
-                allow_remote_code=self.config.allow_remote_code,
-                # The namespace the operator runs in (POD_NAMESPACE in its pod).
-                operator_namespace=self.config.lease_namespace,
-                dra=(self.config.dra, self.inventory.dra_served),
+                self.inventory.planning_view(),  # the nodes, not their use: all a plan reads
+                config=self.config,
+                dra_served=self.inventory.dra_served,
                 leader_worker_set_served=lws,
             )
         return ReadState(

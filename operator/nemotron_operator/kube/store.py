@@ -8,16 +8,19 @@ delivered, so the next read sees it even before its event. Of two versions of an
 ``resourceVersion`` wins (etcd revisions, integers in practice; otherwise the later arrival).
 
 Objects are parsed when read: a reader parses only the few it asks for, and 1,000 StatefulSets
-cost a few MiB instead of a Python tree each. A ``project`` function keeps only what readers use
+cost a few MiB instead of a Python tree each. orjson encodes and decodes them (every watch event
+is stored: the standard library's ``json`` was a fifth of the operator's CPU to converge 1,000
+deployments, docs/benchmarks.md). A ``project`` function keeps only what readers use
 (the GPU inventory keeps a pod's node, GPU requests and phase), so that a change to anything else
 is no change here. ``changes`` counts the changes of content, not of ``resourceVersion``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
+
+import orjson
 
 from nemotron_operator.kube.resources import Resource
 
@@ -59,7 +62,7 @@ class ObjectStore:
         self.index_label = index_label
         self.project = project
         self.changes = 0
-        self._objects: dict[ObjectKey, tuple[str | None, str]] = {}  # key → (version, JSON)
+        self._objects: dict[ObjectKey, tuple[str | None, bytes]] = {}  # key → (version, JSON)
         self._index: dict[tuple[str, str], set[ObjectKey]] = {}  # (namespace, label) → keys
         self._labels: dict[ObjectKey, str] = {}
 
@@ -93,8 +96,8 @@ class ObjectStore:
             keys = sorted(self._index.get((namespace, value), ()))
         return [k for k in keys if k in self._objects]
 
-    def _parse(self, entry: tuple[str | None, str]) -> dict[str, Any]:
-        obj: dict[str, Any] = json.loads(entry[1])
+    def _parse(self, entry: tuple[str | None, bytes]) -> dict[str, Any]:
+        obj: dict[str, Any] = orjson.loads(entry[1])
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
         if entry[0] is not None and isinstance(obj.get("metadata"), dict):
@@ -114,7 +117,7 @@ class ObjectStore:
             new, old = _revision(version), _revision(current[0])
             if new is not None and old is not None and new < old:
                 return False
-        text = json.dumps(self.project(obj), separators=(",", ":"))
+        text = orjson.dumps(self.project(obj))
         self._objects[key] = (version, text)
         if current is not None and current[1] == text:
             return False

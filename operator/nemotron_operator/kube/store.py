@@ -10,7 +10,8 @@ delivered, so the next read sees it even before its event. Of two versions of an
 Objects are parsed when read: a reader parses only the few it asks for, and 1,000 StatefulSets
 cost a few MiB instead of a Python tree each. orjson encodes and decodes them (every watch event
 is stored: the standard library's ``json`` was a fifth of the operator's CPU to converge 1,000
-deployments, docs/benchmarks.md). A ``project`` function keeps only what readers use
+deployments, docs/benchmarks.md), through ``kube/json_text.py``, which keeps each text at its
+own size. A ``project`` function keeps only what readers use
 (the GPU inventory keeps a pod's node, GPU requests and phase), so that a change to anything else
 is no change here. ``changes`` counts the changes of content, not of ``resourceVersion``.
 """
@@ -20,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from nemotron_operator.kube import json_text
 from nemotron_operator.kube.resources import Resource
 
 ObjectKey = tuple[str, str]  # (namespace, "" when cluster-scoped; name)
@@ -97,7 +97,7 @@ class ObjectStore:
         return [k for k in keys if k in self._objects]
 
     def _parse(self, entry: tuple[str | None, bytes]) -> dict[str, Any]:
-        obj: dict[str, Any] = orjson.loads(entry[1])
+        obj: dict[str, Any] = json_text.loads(entry[1])
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
         if entry[0] is not None and isinstance(obj.get("metadata"), dict):
@@ -117,7 +117,7 @@ class ObjectStore:
             new, old = _revision(version), _revision(current[0])
             if new is not None and old is not None and new < old:
                 return False
-        text = orjson.dumps(self.project(obj))
+        text = json_text.dumps(self.project(obj))
         self._objects[key] = (version, text)
         if current is not None and current[1] == text:
             return False

@@ -12,13 +12,14 @@ import yaml
 
 from nemotron_operator.controller.decide import desired
 from nemotron_operator.controller.decide.plan_memo import PlanMemo
+from nemotron_operator.controller.settings import OperatorConfig
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, NODES, PODS
 from nemotron_operator.sizing import inventory_from_nodes
-from nemotron_operator.status import Problem
 from tests.unit.controller.world import (
     CHILDREN,
     STATUS,
     World,
+    deployment,
     new,
     node,
     other_pod,
@@ -81,15 +82,46 @@ async def test_a_node_of_another_size_is_planned_again(plans: list[str]) -> None
     assert plans == ["nano", "nano"]
 
 
-def test_a_kept_result_is_returned_only_for_equal_inputs() -> None:
+async def test_a_kept_result_is_the_computed_one_and_equal_specs_share_one_plan(
+    plans: list[str],
+) -> None:
+    """Kept compactly (the children as JSON, one plan per distinct spec), a kept result is what
+    the computation returned; a changed spec, DRA or LWS served, or other nodes compute again."""
     memo = PlanMemo()
-    result = Problem("Infeasible", "no GPU")
-    memo.keep(("ai", "a"), ("spec", 1), result)
-    assert memo.get(("ai", "a"), ("spec", 1)) is result
-    assert memo.get(("ai", "a"), ("spec", 2)) is None
-    assert memo.get(("ai", "b"), ("spec", 1)) is None
+    nodes = inventory_from_nodes([node("h200-a"), node("h200-b")])
+    config = OperatorConfig()
+
+    async def plan(raw: dict[str, Any], *, nodes: Any = nodes, lws: bool = False) -> Any:
+        parsed = desired.parse(raw, default_image=config.default_image)
+        key = (raw["metadata"]["namespace"], raw["metadata"]["name"])
+        return await memo.plan(
+            key, raw, parsed, nodes, config=config, dra_served=False,
+            leader_worker_set_served=lws,
+        )  # fmt: skip
+
+    first, second = _named("a"), _named("b")
+    computed = [await plan(first), await plan(second)]
+    again = [await plan(first), await plan(second)]
+    assert plans == ["a", "b"]
+    assert memo.hits == 2
+    assert again == computed  # the same plan and children, parsed back from the kept JSON
+    assert again[0].result is again[1].result  # one plan for the two equal specs
+    await plan(first, lws=True)
+    changed = _named("b")
+    changed["spec"]["engine"] = {"maxModelLen": 65536}
+    await plan(changed)
+    assert plans == ["a", "b", "a", "b"]
+    await plan(first, nodes=inventory_from_nodes([node("h200-a", gpus=4)]))
+    assert plans == ["a", "b", "a", "b", "a"]
+    assert len(memo) == 1  # other nodes: everything kept is forgotten, a's is kept anew
     memo.forget(("ai", "a"))
-    assert memo.get(("ai", "a"), ("spec", 1)) is None
+    assert len(memo) == 0
+
+
+def _named(name: str) -> dict[str, Any]:
+    raw = deployment()
+    raw["metadata"] |= {"name": name, "uid": f"uid-{name}"}
+    return raw
 
 
 def _busy_cluster() -> list[dict[str, Any]]:

@@ -30,22 +30,25 @@ class Planned:
     desired: list[dict[str, Any]]  # the rendered children, in apply order
 
 
-def parse(raw: dict[str, Any], *, default_image: str) -> NemotronDeployment:
-    """The object as the API models read it; raises ``SpecError`` naming each bad field."""
+def parsed_part(raw: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`parse` reads of the stored object (not its status, not the other metadata)."""
     metadata = raw.get("metadata") or {}
     keep = {
         k: metadata[k]
         for k in ("name", "namespace", "labels", "generation", "uid")
         if k in metadata
     }
-    deployment = parse_deployment(
-        {
-            "apiVersion": raw.get("apiVersion"),
-            "kind": raw.get("kind"),
-            "metadata": keep,
-            "spec": raw.get("spec"),
-        }
-    )
+    return {
+        "apiVersion": raw.get("apiVersion"),
+        "kind": raw.get("kind"),
+        "metadata": keep,
+        "spec": raw.get("spec"),
+    }
+
+
+def parse(raw: dict[str, Any], *, default_image: str) -> NemotronDeployment:
+    """The object as the API models read it; raises ``SpecError`` naming each bad field."""
+    deployment = parse_deployment(parsed_part(raw))
     engine = deployment.spec.engine
     if engine.image != DEFAULT_IMAGE or default_image == DEFAULT_IMAGE:
         return deployment

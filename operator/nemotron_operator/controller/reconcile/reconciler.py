@@ -149,6 +149,7 @@ class Reconciler:
         if deployment is not None:
             found = await self.plans.plan(
                 (names.namespace, names.deployment),
+                raw,
                 deployment,
                 self.inventory.planning_view(),  # the nodes, not their use: all a plan reads
                 config=self.config,

@@ -11,6 +11,7 @@ desired object; those are ignored, so an untouched child costs no request at all
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -23,6 +24,7 @@ from nemotron_operator.kube.resources import CHILD_RESOURCES, NODE_POOLS, Resour
 from nemotron_operator.render import names as n
 
 APPLIED = f"{n.DOMAIN}/applied"
+WORKLOAD_KINDS = frozenset({"StatefulSet", "LeaderWorkerSet", "Deployment", "Job"})
 logger = logging.getLogger(__name__)
 
 
@@ -153,20 +155,49 @@ async def sync(
     in ``keep`` (a rollout holds them as they are)."""
     result = SyncResult()
     wanted: set[tuple[Resource, str]] = set(keep)
-    for obj in desired:
-        resource = resource_of(obj)
-        name = obj["metadata"]["name"]
-        if resource not in served:
-            continue  # a PodMonitor or NodePool whose CRD is not installed
-        wanted.add((resource, name))
-        final = stamped(obj)
-        if not up_to_date(live.objects.get((resource, name)), final):
-            cache.stored(resource, await writes.apply_child(kube, resource, final))
-            result.applied.append(f"{obj['kind']}/{name}")
+    for wave in waves(desired):
+        pending = []
+        for obj in wave:
+            resource = resource_of(obj)
+            name = obj["metadata"]["name"]
+            if resource not in served:
+                continue  # a PodMonitor or NodePool whose CRD is not installed
+            wanted.add((resource, name))
+            final = stamped(obj)
+            if not up_to_date(live.objects.get((resource, name)), final):
+                pending.append((resource, final))
+        answers = await asyncio.gather(
+            *(writes.apply_child(kube, resource, final) for resource, final in pending),
+            return_exceptions=True,
+        )
+        for (resource, final), answer in zip(pending, answers, strict=True):
+            if not isinstance(answer, BaseException):
+                cache.stored(resource, answer)
+                result.applied.append(f"{final['kind']}/{final['metadata']['name']}")
+        failed = [a for a in answers if isinstance(a, BaseException)]
+        if failed:
+            raise failed[0]  # the first in apply order; the others were tried too
     for (resource, name), obj in live.objects.items():
         if (resource, name) not in wanted and await writes.delete_child(kube, resource, obj):
             result.deleted.append(f"{resource.kind}/{name}")
     return result
+
+
+def waves(desired: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``desired`` (in apply order) cut into waves applied one after another, the objects of a
+    wave at once: a workload (StatefulSet, LeaderWorkerSet, Deployment, Job) is a wave of its
+    own, in its place, so what its pods need (Services, claims, templates, the NodePool) is
+    applied before it and a multi-node replica's leader before its workers; what lies between
+    two workloads goes together. One deployment's two Services and StatefulSet were three
+    requests in a row (a loaded single's apply → children p99 was 2.2 × the floor's, full run
+    3); now two."""
+    out: list[list[dict[str, Any]]] = []
+    for obj in desired:
+        if obj.get("kind") in WORKLOAD_KINDS or not out or out[-1][0].get("kind") in WORKLOAD_KINDS:
+            out.append([obj])
+        else:
+            out[-1].append(obj)
+    return out
 
 
 async def delete_node_pools(kube: KubeClient, live: Live) -> bool:

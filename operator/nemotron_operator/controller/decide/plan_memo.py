@@ -7,8 +7,9 @@ cluster serves DRA and LeaderWorkerSets, and the operator's options, fixed for i
 (``desired.plan_and_render``). The reconciles that follow a deployment's pods (scheduled,
 started, Ready, every new metrics sample) see the same inputs: from converged to Ready, 1,000
 deployments spent 7-10 % of the operator's CPU samples in ``plan_and_render`` computing again
-what they had (docs/benchmarks.md, full run 3 and the quick runs after it; 0 with the memo). The inputs are compared by value,
-so a kept result is only ever the one the same call would compute.
+what they had (docs/benchmarks.md, full run 3 and the quick runs after it; 0 with the memo).
+The inputs are compared by value, so a kept result is only ever the one the same call would
+compute.
 
 Kept small, because it is kept for every deployment (the RSS targets are 200 MiB at 1,000 and
 400 at 3,000): the inputs as the JSON text of the parsed part (~0.3 KiB where the parsed model is

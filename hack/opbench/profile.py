@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from opbench.procs import SimCluster
 
 KEEP_BYTES = 512 * 1024  # a raw profile larger than this (gzipped) is not kept beside the JSON
+# The operator's loaded-singles phase (opbench.loaded), profiled at the resident batch's size.
+LOADED = "operator-loaded"
 PROFILED_FROM = 1000  # the sizes profiled by default: these and larger (else the largest)
 # Frames under which everything runs (the interpreter's start, the event loop, a thread's
 # start): the printed inclusive top leaves them out (the JSON keeps them).
@@ -54,10 +56,15 @@ class Window:
     """One batch's window; does nothing when profiling is off (``profiles`` None)."""
 
     def __init__(
-        self, profiles: Profiles | None, who: str, size: int, pid: int | None = None
+        self,
+        profiles: Profiles | None,
+        who: str,
+        size: int,
+        pid: int | None = None,
+        phase: str = "to_converged",
     ) -> None:
         self.profiles, self.who, self.size, self.pid = profiles, who, size, pid
-        self.phase = "to_converged"
+        self.phase = self.first_phase = phase
         self.started = time.perf_counter()
         self.seconds: dict[str, float] = {}
         self.metrics: list[tuple[str, dict[str, dict[str, float]]]] = []
@@ -163,12 +170,18 @@ def begin(args: argparse.Namespace, client: Client, sim: SimCluster) -> None:
         args.profiles = Profiles(client, sim, args.profile_sizes)
 
 
-async def start(args: argparse.Namespace, who: str, size: int, pid: int | None = None) -> Window:
+async def start(
+    args: argparse.Namespace,
+    who: str,
+    size: int,
+    pid: int | None = None,
+    phase: str = "to_converged",
+) -> Window:
     """A window from now (``who``: floor or operator; ``pid``: the operator's, for py-spy)."""
     profiles: Profiles | None = getattr(args, "profiles", None)
     if profiles is not None and size not in profiles.sizes:
         profiles = None
-    return await Window(profiles, who, size, pid).start()
+    return await Window(profiles, who, size, pid, phase).start()
 
 
 def summarise(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -223,7 +236,7 @@ def _window(window: Window, keep: Path | None, notes: list[str]) -> dict[str, An
     size = window.size
     row: dict[str, Any] = {"seconds": window.seconds, "files": []}
     scrapes = dict(window.metrics)
-    ends = {"to_converged": ("start", "converged" if "converged" in scrapes else "end")}
+    ends = {window.first_phase: ("start", "converged" if "converged" in scrapes else "end")}
     if "converged" in scrapes:
         ends["converged_to_ready"] = ("converged", "end")
     row["metrics_per_deployment"] = {
@@ -331,9 +344,14 @@ def print_section(results: dict[str, Any], top: int = 10) -> None:
     profiles = results.get("profiles")
     if not profiles:
         return
-    for size, row in (profiles.get("operator") or {}).items():
+    windows = [
+        (who, size, row)
+        for who in ("operator", LOADED)
+        for size, row in (profiles.get(who) or {}).items()
+    ]
+    for who, size, row in windows:
         for phase, spy in (row.get("operator") or {}).items():
-            print(f"\nprofile, operator (py-spy), N={size}, {phase}:", end=" ")
+            print(f"\nprofile, {who} (py-spy), N={size}, {phase}:", end=" ")
             if "error" in spy:
                 print(spy["error"])
                 continue

@@ -25,6 +25,21 @@ class OperatorExitedError(RuntimeError):
     pass
 
 
+def quiet_span(
+    samples: list[tuple[float, float]], span: float, share: float
+) -> tuple[list[tuple[float, float]], bool]:
+    """``samples``: (when, CPU seconds used so far), oldest first. The samples still needed
+    (the newest and those at most ``span`` + 1 s older), and whether the process used under
+    ``share`` of a CPU from the oldest of them that is ``span`` or more before the newest."""
+    now, cpu = samples[-1]
+    kept = [s for s in samples if now - s[0] <= span + 1.0]
+    covering = [s for s in kept if now - s[0] >= span]
+    if not covering:
+        return kept, False
+    at, used = covering[-1]
+    return kept, (cpu - used) / (now - at) < share
+
+
 class OperatorPhases:
     def __init__(
         self,
@@ -257,6 +272,22 @@ class OperatorPhases:
                 and self.sim.control_plane_cpu_seconds() - plane < self.control_plane_idle + 0.2
             ):
                 break
+        return round(time.perf_counter() - start, 1)
+
+    async def quiet_over_interval(self, limit: float, share: float = 0.05) -> float:
+        """Until the operator has used under ``share`` of a CPU over a whole scrape interval
+        (every resident deployment's timer tick falls inside it; idle is ~1.5 %), then until
+        :meth:`quiet`; seconds waited in all, at most ``limit`` (then ``quiet``'s own)."""
+        start = time.perf_counter()
+        span = self.scrape_seconds()
+        samples: list[tuple[float, float]] = []  # (when, the operator's CPU seconds)
+        while time.perf_counter() - start < limit:
+            samples.append((time.perf_counter(), self.running().cpu_seconds()))
+            samples, quiet = quiet_span(samples, span, share)
+            if quiet:
+                break
+            await asyncio.sleep(1.0)
+        await self.quiet()
         return round(time.perf_counter() - start, 1)
 
     async def delete(self, namespaces: set[str]) -> float | str:

@@ -54,3 +54,23 @@ def test_the_phase_stops_after_three_timeouts_the_rest_missing() -> None:
     assert row["timeouts"] == 3
     assert row["converged"] == {**row["converged"], "n": 1, "missing": 5}
     assert row["pod_created"]["missing"] == 5  # a timed-out one is not waited for its pod
+
+
+def test_the_operator_is_quiet_only_over_a_whole_interval_under_the_share() -> None:
+    from opbench.run import quiet_span
+
+    # 10 % of a CPU every second: never quiet at 5 %.
+    busy = [(float(t), 0.1 * t) for t in range(40)]
+    assert not quiet_span(busy, 30.0, 0.05)[1]
+    # Idle from t = 10 (1 % of a CPU): not quiet until 30 s of it are seen, then quiet.
+    idle = [(float(t), 0.5 * min(t, 10) + 0.01 * max(0, t - 10)) for t in range(60)]
+    assert not quiet_span(idle[:30], 30.0, 0.05)[1]  # under 30 s seen
+    assert not quiet_span(idle[:35], 30.0, 0.05)[1]  # the window still holds busy seconds
+    assert quiet_span(idle[:41], 30.0, 0.05)[1]
+    # One burst inside the interval (a timer tick scraping every resident deployment: 2 CPU s).
+    burst = [(at, cpu + (2.0 if at >= 50 else 0.0)) for at, cpu in idle]
+    assert not quiet_span(burst[:56], 30.0, 0.05)[1]
+    # Only the samples still needed are kept.
+    kept, _ = quiet_span(idle, 30.0, 0.05)
+    assert kept[0][0] >= 59 - 31
+    assert kept[-1] == idle[-1]

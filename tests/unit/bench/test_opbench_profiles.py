@@ -222,6 +222,18 @@ def test_window_metrics_per_deployment() -> None:
     assert serverside.request_totals(METRICS_AFTER)["POST events"] == 30.0
 
 
+def test_a_window_named_by_its_phase_has_its_metrics_under_that_phase() -> None:
+    """The loaded singles' window has one phase, "loaded" (no "converged" scrape)."""
+    window = profile.Window(None, profile.LOADED, 4, phase="loaded")
+    window.metrics = [
+        ("start", serverside.window_metrics(METRICS_BEFORE)),
+        ("end", serverside.window_metrics(METRICS_AFTER)),
+    ]
+    row = profile._window(window, None, [])
+    assert list(row["metrics_per_deployment"]) == ["loaded"]
+    assert row["metrics_per_deployment"]["loaded"]["requests"]["POST events"] == 5.0
+
+
 def test_comparison_is_per_deployment_with_the_largest_extra_first() -> None:
     def window(cpu: float, watch: float, patch: float, requests: float) -> dict[str, object]:
         return {

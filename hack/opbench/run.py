@@ -327,9 +327,9 @@ class OperatorPhases:
 
     async def first_ticks_after_ready(self) -> float:
         """Until two scrape intervals (+ 5 s) have passed since the last deployment settled: a
-        fresh pod's first figures count from its vLLM's start (and its verification requests);
-        the first timer tick after Ready writes the rates once more (docs/observability.md).
-        That write belongs to the rollout, not to idle. Seconds waited."""
+        pod's first sample (at Ready) is a base, and the first timer tick after Ready has its
+        first rates (docs/observability.md): a figure that moved then (traffic since Ready)
+        belongs to the rollout, not to idle. Seconds waited."""
         settled = [t.settled for t in self.collector.tracks.values() if t.settled is not None]
         if not settled:
             return 0.0

@@ -143,8 +143,7 @@ class CacheConfigInfo:
 
 @dataclass(frozen=True)
 class PodSample:
-    """One pod's series at one moment (``at``: seconds on the caller's clock; ``wall``: the same
-    moment in Unix seconds, when the caller gave it — comparable with ``created``)."""
+    """One pod's series at one moment (``at``: seconds on the caller's clock)."""
 
     at: float
     counters: Mapping[str, float]
@@ -156,10 +155,9 @@ class PodSample:
     ttft_buckets: tuple[tuple[float, float], ...] = ()
     cache_config: CacheConfigInfo | None = None
     spec_decode: bool = field(default=False)
-    wall: float | None = None
 
 
-def parse_pod_metrics(text: str, at: float, wall: float | None = None) -> PodSample:
+def parse_pod_metrics(text: str, at: float) -> PodSample:
     """Parse one exposition. Series the operator does not use are ignored; missing ones are 0
     (a vLLM without speculative decoding has no spec-decode counters: ``spec_decode`` False)."""
     counters: dict[str, float] = {}
@@ -200,5 +198,4 @@ def parse_pod_metrics(text: str, at: float, wall: float | None = None) -> PodSam
         ttft_buckets=tuple(sorted(buckets.items())),
         cache_config=cache_config,
         spec_decode=SPEC_DRAFT_TOKENS in counters,
-        wall=wall,
     )

@@ -4,9 +4,7 @@ Rates are increases over the interval between a pod's previous and current sampl
 went down, or whose ``_created`` time changed, restarted (the pod's vLLM restarted): its increase
 is then its new value, as Prometheus's ``rate()`` treats resets, so a restart never gives a
 negative rate. Pods without a previous sample (first scrape, or a new pod) contribute their gauges
-but no rates yet — unless the caller asks for rates ``from_created``: then such a pod's counters
-count from zero at their ``_created`` time (its vLLM's start), over the wall-clock time since, as
-Prometheus does with created timestamps. TTFT quantiles come from the increase of the histogram
+but no rates yet. TTFT quantiles come from the increase of the histogram
 buckets over the interval, summed over pods and interpolated the way Prometheus's
 ``histogram_quantile`` does.
 """
@@ -56,22 +54,6 @@ def _increase(previous: PodSample, current: PodSample, name: str) -> float:
         previous.counters.get(name, 0.0),
         current.counters.get(name, 0.0),
         restarted=_restarted(previous, current, name),
-    )
-
-
-def zero_at_created(sample: PodSample) -> PodSample | None:
-    """The sample the pod's counters imply at its start: every counter zero at ``_created`` (of
-    the generation-token counter), on the sample's own clock. None when the sample has no wall
-    time or no created time, or the created time is not in the sample's past."""
-    created = sample.created.get(s.GENERATION_TOKENS)
-    if sample.wall is None or created is None or not created < sample.wall:
-        return None
-    return PodSample(
-        at=sample.at - (sample.wall - created),
-        counters={},
-        created=sample.created,
-        gauges={},
-        wall=created,
     )
 
 
@@ -132,12 +114,9 @@ def aggregate(
     previous: Mapping[str, PodSample],
     current: Mapping[str, PodSample],
     unresponsive: Sequence[str] = (),
-    *,
-    from_created: bool = False,
 ) -> ThroughputFigures:
     """Figures for a deployment. ``previous`` and ``current`` map a pod key (name and uid: a
-    replaced pod is a new key) to its sample; ``unresponsive`` names the pods that did not answer;
-    ``from_created``: a pod without a previous sample gets rates since its counters' creation.
+    replaced pod is a new key) to its sample; ``unresponsive`` names the pods that did not answer.
     """
     generation = prompt = 0.0
     drafts = draft_tokens = accepted = 0.0
@@ -145,8 +124,6 @@ def aggregate(
     histograms = []
     for key, now in current.items():
         before = previous.get(key)
-        if before is None and from_created:
-            before = zero_at_created(now)
         if before is None or now.at <= before.at:
             continue
         seconds = now.at - before.at

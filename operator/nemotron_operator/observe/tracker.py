@@ -52,11 +52,8 @@ class DeploymentTracker:
     ) -> TrackerUpdate:
         """``current``: the pods (keys) running the rendered revision, the only ones the plan
         is checked against (an old pod of a rollout runs another command); None: every pod."""
-        # No pod's figures shown yet (a new deployment): a pod's first sample has rates already,
-        # counted from its vLLM's start. After an operator restart status shows figures; a first
-        # sample then only sets a base (below), so a restart alone writes nothing.
-        fresh = self.shown is None or self.shown.pods_sampled == 0
-        figures = aggregate(self.previous, samples, unresponsive, from_created=fresh)
+        # A pod's first sample is a base: rates need a second one.
+        figures = aggregate(self.previous, samples, unresponsive)
         # A pod that did not answer keeps its last sample, so its next answer still has a base.
         self.previous = {
             key: sample
@@ -65,9 +62,15 @@ class DeploymentTracker:
         }
         self.last_figures = figures
         candidate = change.to_status(figures, sampled_at)
-        # Warm-up: pods answered but none has rates yet (an operator restart, or pods without
-        # created times), so there are no rates to show — keep what status shows.
+        # Pods answered but none has rates yet. With no pod's figures shown (a new deployment at
+        # its first Ready: the reconcile samples it then) and no request in flight, the figures
+        # are the base's: rates 0, nothing served yet but the operator's own check (whose tokens
+        # are not serving figures). Otherwise — an operator restart, or a pod answering with
+        # requests in flight — keep what status shows until the second sample gives rates.
+        fresh = self.shown is None or self.shown.pods_sampled == 0
+        idle = figures.requests_running == 0 and figures.requests_waiting == 0
         warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
+        warming_up = warming_up and not (fresh and idle)
         # No serving pod yet (still deploying) and nothing shown: nothing to show, no write.
         nothing = self.shown is None and not samples and not unresponsive
         # One missed scrape (a slow answer on a busy node) is not "unresponsive": status changes

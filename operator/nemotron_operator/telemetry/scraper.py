@@ -43,10 +43,8 @@ async def scrape_pods(
     clock: Callable[[], float],
     per_pod_timeout: float = DEFAULT_TIMEOUT_SECONDS,
     concurrency: int = DEFAULT_CONCURRENCY,
-    wall_clock: Callable[[], float] | None = None,
 ) -> ScrapeResult:
-    """Every target once; ``clock`` stamps each sample when its answer arrived, and
-    ``wall_clock`` (Unix seconds), when given, too: the first rates of a fresh pod need it."""
+    """Every target once; ``clock`` stamps each sample when its answer arrived."""
     result = ScrapeResult()
     slots = asyncio.Semaphore(max(1, concurrency))
     client_timeout = aiohttp.ClientTimeout(total=per_pod_timeout)
@@ -66,8 +64,7 @@ async def scrape_pods(
                         if len(body) > _MAX_BODY_BYTES:
                             raise MetricsParseError(f"a /metrics body over {_MAX_BODY_BYTES} bytes")
                     at = clock()
-                    wall = wall_clock() if wall_clock is not None else None
-                sample = parse_pod_metrics(body.decode("utf-8", "replace"), at, wall)
+                sample = parse_pod_metrics(body.decode("utf-8", "replace"), at)
             except TimeoutError:
                 result.failures[target.pod] = f"timeout after {per_pod_timeout:g}s"
             except aiohttp.ClientError as error:

@@ -261,8 +261,9 @@ async def ticks_scraped(scraper: Scraper, clock: Clock, pods: Pods, ip: str, n: 
 @pytest.mark.parametrize(
     ("autoscaled", "quiet_seconds", "expected"),
     [
-        # No traffic (the first sample's rates, from the pod's start, are 0 already): every 120 s.
-        (False, 120.0, [4, 8]),
+        # No traffic: the first tick has the first rates (the first sample is a base), 0, and
+        # from then on every 120 s.
+        (False, 120.0, [1, 5, 9]),
         (True, 120.0, list(range(1, 11))),  # an autoscaler reads every tick's figures
         (False, 0.0, list(range(1, 11))),  # the quiet pace switched off
     ],
@@ -288,7 +289,8 @@ async def test_traffic_returns_a_quiet_deployment_to_the_busy_pace(
     async with aiohttp.ClientSession() as session:
         scraper._session = session
         await scraper.seen(KEY, None, [pod("p0", ips[0])], None)
-        assert await ticks_scraped(scraper, clock, pods, ips[0], 4) == [4]  # quiet from the start
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 1) == [1]  # the first rates: 0
+        assert await ticks_scraped(scraper, clock, pods, ips[0], 4) == [4]  # quiet from then on
         pods.generated = 500.0  # requests arrive
         assert await ticks_scraped(scraper, clock, pods, ips[0], 4) == [4]  # seen 120 s later
         # Tokens moved over that interval: the busy pace until a scrape sees none again.

@@ -203,7 +203,6 @@ class Scraper:
             clock=self.clock,
             per_pod_timeout=self.config.scrape_timeout_seconds,
             concurrency=self.config.scrape_concurrency,
-            wall_clock=time.time,
         )
         for target in view.targets:
             self.metrics.scrape_finished(result.outcome(target.pod))

@@ -15,6 +15,7 @@ from nemotron_operator.status.capacity import Capacity, NodePoolProblem
 from nemotron_operator.status.conditions import ordered, transition
 from nemotron_operator.status.download import DOWNLOAD_FAILED
 from nemotron_operator.status.rollout import CANARY_PAUSED, ROLLOUT_STALLED, RolloutState
+from nemotron_operator.status.verification import VerifiedCondition
 
 PLANNED = "Planned"
 GPUS_AVAILABLE = "GPUsAvailable"
@@ -75,7 +76,7 @@ class StatusInputs:
     # spec.multiNode: the MultiNodeBackend condition (controller/decide/multinode.py); None for
     # a replica on one node (the condition goes).
     multi_node: tuple[str, str, str] | None = None
-    verified: tuple[str, str, str] | None = None  # status/verification.py: status, reason, message
+    verified: VerifiedCondition | None = None  # status/verification.py
     # With LoRA on, what each serving pod serves (controller/pods/adapters.py): (pod, names, the
     # last failure to load or unload).
     adapters: tuple[tuple[str, tuple[str, ...], str | None], ...] | None = None
@@ -225,7 +226,11 @@ def compute_status(
     if inputs.multi_node is not None and inputs.plan is not None:
         conditions.append(cond(MULTI_NODE_CONDITION, *inputs.multi_node))
     if inputs.verified is not None and inputs.plan is not None:
-        conditions.append(cond("Verified", *inputs.verified))
+        status, reason, message, since = inputs.verified
+        conditions.append(
+            transition(before, "Verified", status, reason, message,
+                       generation=generation, now=since or now)
+        )  # fmt: skip
     # The optional types go when their input does (the feature is off).
     optional = (
         (GATEWAY_CONDITION, inputs.gateway),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from nemotron_operator.render import names as n
 from nemotron_operator.render.multinode import GROUP_INDEX_LABEL
@@ -25,6 +25,17 @@ FOLLOWING_LEADER = "FollowingLeader"
 VERIFYING = "Verifying"
 WAITING_FOR_PODS = "WaitingForPods"
 CHECK_DISABLED = "CheckDisabled"
+
+
+class VerifiedCondition(NamedTuple):
+    """The deployment's ``Verified`` condition; ``since``: when it passed (the last passing
+    leader's gate transition, as the pod carries it), its ``lastTransitionTime`` even if status
+    writes it later (a step of progress may wait: controller/reconcile/progress_hold.py)."""
+
+    status: str
+    reason: str
+    message: str
+    since: str | None = None
 
 
 def pod_condition(pod: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
@@ -101,10 +112,10 @@ def leaders(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [p for p in pods if has_gate(p) and role(p) != n.ROLE_WORKER]
 
 
-def verified_condition(pods: Sequence[Mapping[str, Any]], *, enabled: bool) -> tuple[str, str, str]:
-    """(status, reason, message) of the deployment's ``Verified`` condition."""
+def verified_condition(pods: Sequence[Mapping[str, Any]], *, enabled: bool) -> VerifiedCondition:
+    """The deployment's ``Verified`` condition."""
     if not enabled:
-        return (
+        return VerifiedCondition(
             "Unknown",
             CHECK_DISABLED,
             "spec.verification.enabled is false: pods take traffic as soon as vLLM reports "
@@ -115,12 +126,26 @@ def verified_condition(pods: Sequence[Mapping[str, Any]], *, enabled: bool) -> t
     if failed:
         first = failed[0]
         more = f" ({len(failed) - 1} more pod(s) failed)" if len(failed) > 1 else ""
-        return "False", CHECK_FAILED, f"pod {pod_name(first)}: {gate_status(first)[2]}{more}"
+        message = f"pod {pod_name(first)}: {gate_status(first)[2]}{more}"
+        return VerifiedCondition("False", CHECK_FAILED, message)
     waiting = [p for p in checked if gate_status(p)[0] != "True"]
     if any(containers_ready(p) for p in waiting):
         names = ", ".join(pod_name(p) for p in waiting if containers_ready(p))
-        return "Unknown", VERIFYING, f"checking pod(s) {names} before they take traffic"
+        message = f"checking pod(s) {names} before they take traffic"
+        return VerifiedCondition("Unknown", VERIFYING, message)
     passed = [p for p in checked if gate_status(p)[0] == "True"]
     if passed and not waiting:
-        return "True", PASSED, f"{len(passed)} serving pod(s) passed the behavioural check"
-    return "Unknown", WAITING_FOR_PODS, "no serving pod has reported ready yet"
+        message = f"{len(passed)} serving pod(s) passed the behavioural check"
+        return VerifiedCondition("True", PASSED, message, _last_pass(passed))
+    return VerifiedCondition("Unknown", WAITING_FOR_PODS, "no serving pod has reported ready yet")
+
+
+def _last_pass(passed: Sequence[Mapping[str, Any]]) -> str | None:
+    """The latest gate transition of the passed leaders (the text as the pod carries it)."""
+    times = []
+    for pod in passed:
+        text = (pod_condition(pod, GATE) or {}).get("lastTransitionTime")
+        moment = _time(text)
+        if moment is not None:
+            times.append((moment, str(text)))
+    return max(times)[1] if times else None

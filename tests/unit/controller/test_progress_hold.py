@@ -10,6 +10,7 @@ from typing import Any
 from nemotron_operator.api import NemotronDeploymentStatus
 from nemotron_operator.controller.reconcile.progress_hold import ProgressHold, progress_only
 from nemotron_operator.kube.resources import NEMOTRON_DEPLOYMENTS, PODS
+from nemotron_operator.status.verification import GATE
 from tests.unit.controller.world import (
     CHILDREN,
     NAME,
@@ -55,6 +56,19 @@ async def created() -> World:
     assert writes == [*CHILDREN, STATUS]  # the plan at create is never held
     assert outcome.retry_after is None
     return w
+
+
+async def test_the_status_at_create_says_what_was_just_created() -> None:
+    """Computed from the children as the server answered their applies, not as read before
+    them: a message that changed only because the StatefulSet now exists would be a write of
+    its own (a progress step, at the hold's end)."""
+    w = await created()
+    stored = w.kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME)["status"]
+    ready = next(c for c in stored["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "WaitingForPods")
+    assert "not created yet" not in ready["message"]
+    outcome, writes = await w.reconcile()  # the children's watch events: nothing new
+    assert (writes, outcome.retry_after) == ([], None)
 
 
 async def test_a_step_of_progress_waits_then_is_written_with_the_latest_state() -> None:
@@ -116,6 +130,34 @@ async def test_a_warning_is_written_at_once_and_ready_regained_after_it_is_an_ev
     assert any(wr.startswith("create Event Normal") for wr in writes)  # Ready again: news
 
 
+async def test_a_passed_check_waits_for_ready_and_keeps_its_moment() -> None:
+    """The operator set the pod's gate (the check passed); the kubelet has not marked the pod
+    Ready yet. Verified's pass waits with the progress and is written with Ready, its time the
+    gate's."""
+    w = await created()
+    passed_at = "2026-01-01T00:01:05Z"
+    pod = serving_pod(ready=True, at="2026-01-01T00:01:00Z")
+    pod["spec"]["readinessGates"] = [{"conditionType": GATE}]
+    gate = {"type": GATE, "status": "True", "reason": "Passed", "message": "all checks passed",
+            "lastTransitionTime": passed_at}  # fmt: skip
+    ready = pod["status"]["conditions"][2]
+    ready["status"] = "False"
+    pod["status"]["conditions"].append(gate)
+    w.kube.put(PODS, pod)
+    outcome, writes = await w.reconcile()
+    assert writes == []  # Verified Unknown → True alone: held
+    assert outcome.retry_after == HOLD
+    rolled_out(w)
+    ready.update(status="True", lastTransitionTime="2026-01-01T00:01:06Z")
+    w.kube.put(PODS, pod)
+    outcome, writes = await w.reconcile()
+    assert writes == [STATUS]
+    stored = w.kube.stored(NEMOTRON_DEPLOYMENTS, NS, NAME)["status"]
+    verified = next(c for c in stored["conditions"] if c["type"] == "Verified")
+    assert (verified["status"], verified["lastTransitionTime"]) == ("True", passed_at)
+    assert ready_reason(w)[0] == "True"
+
+
 async def test_no_hold_writes_every_step_at_once() -> None:
     w = world(progress_hold=0.0)
     w.kube.put(NEMOTRON_DEPLOYMENTS, deployment())
@@ -126,13 +168,18 @@ async def test_no_hold_writes_every_step_at_once() -> None:
     assert outcome.retry_after is None
 
 
-def status(condition: tuple[str, str], **extra: Any) -> NemotronDeploymentStatus:
+def status(
+    condition: tuple[str, str], verified: str | None = None, **extra: Any
+) -> NemotronDeploymentStatus:
     conditions = [
         {"type": "Feasible", "status": "True", "reason": "Planned", "message": "",
          "lastTransitionTime": CREATED},
         {"type": "Ready", "status": condition[0], "reason": condition[1], "message": "",
          "lastTransitionTime": CREATED},
     ]  # fmt: skip
+    if verified is not None:
+        conditions.append({"type": "Verified", "status": verified, "reason": "Checks",
+                           "message": "", "lastTransitionTime": CREATED})  # fmt: skip
     return NemotronDeploymentStatus.model_validate(
         {"observedGeneration": 1, "phase": "Deploying", "conditions": conditions, **extra}
     )
@@ -149,6 +196,13 @@ def test_what_counts_as_progress_only() -> None:
     assert not progress_only(status(("False", "CrashLoop")), loading)  # a recovery
     assert not progress_only(waiting, status(("False", "LoadingModel"), observedGeneration=2))
     assert not progress_only(waiting, status(("False", "LoadingModel"), endpoint="http://x:8000"))
+    verifying = status(("False", "Verifying"), verified="Unknown")
+    assert progress_only(verifying, status(("False", "Verifying"), verified="True"))  # passed
+    assert not progress_only(verifying, status(("False", "Verifying"), verified="False"))
+    assert not progress_only(
+        status(("False", "Verifying"), verified="True"),  # a pass lost is never held
+        verifying,
+    )
     hold = ProgressHold(HOLD, clock=lambda: 0.0)
     assert hold.wait(("ns", "a"), waiting, status(("True", "AllReplicasReady"))) is None
     assert hold.wait(("ns", "a"), waiting, loading) == HOLD

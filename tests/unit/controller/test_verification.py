@@ -14,7 +14,7 @@ from nemotron_operator.kube import KubeClient
 from nemotron_operator.kube.resources import PODS
 from nemotron_operator.sizing import GpuInventory
 from nemotron_operator.sizing.inventory import GpuNode
-from nemotron_operator.status.verification import GATE
+from nemotron_operator.status.verification import GATE, VerifiedCondition
 from nemotron_operator.telemetry.metrics import OperatorMetrics
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
@@ -75,7 +75,7 @@ async def test_back_off_then_pass_and_the_worker_follows() -> None:
                         clock=lambda: now[0])  # fmt: skip
     key = ("ai", "nano")
 
-    async def reconcile() -> tuple[str, str, str] | None:
+    async def reconcile() -> VerifiedCondition | None:
         pods = [kube.stored(PODS, "ai", n) for n in ("nano-0", "nano-0-w-1")]
         found = await verifier.seen(key, deployment, planned, pods)
         await verifier._running.settled()
@@ -86,7 +86,7 @@ async def test_back_off_then_pass_and_the_worker_follows() -> None:
         pod(kube, "nano-0-w-1", "worker", "127.0.0.2")
         assert (await reconcile())[1] == "Verifying"  # type: ignore[index]
         assert gate(kube, "nano-0") == ("False", "CheckFailed")
-        status, reason, message = await reconcile()  # type: ignore[misc]
+        status, reason, message, _ = await reconcile()  # type: ignore[misc]
         assert (status, reason) == ("False", "CheckFailed")
         assert message.startswith("pod nano-0: check tool-call failed: the tool call was not ")
         assert gate(kube, "nano-0-w-1") == ("Unknown", "")  # the worker waits for its leader

@@ -55,11 +55,23 @@ CASES = [
 
 @pytest.mark.parametrize(("pods", "expected"), CASES)
 def test_verified_condition(pods: list[dict[str, Any]], expected: tuple[str, str, str]) -> None:
-    assert verified_condition(pods, enabled=True) == expected
+    assert verified_condition(pods, enabled=True)[:3] == expected
+
+
+def test_verified_since_the_last_leader_passed_as_its_gate_says() -> None:
+    """Status may write the pass later (with Ready, in one patch): its transition time is the
+    pods', not the write's."""
+    pods = [pod("a-0", gate=PASSED), pod("a-1", gate=PASSED)]
+    times = ["2026-12-06T19:00:09Z", "2026-12-06T19:00:10Z"]
+    for one, at in zip(pods, times, strict=True):
+        one["status"]["conditions"][-1]["lastTransitionTime"] = at
+    assert verified_condition(pods, enabled=True).since == "2026-12-06T19:00:10Z"
+    pods.append(pod("a-2"))  # checking: Unknown, no time
+    assert verified_condition(pods, enabled=True).since is None
 
 
 def test_disabled() -> None:
-    status, reason, _ = verified_condition([pod("a-0", gated=False)], enabled=False)
+    status, reason, *_ = verified_condition([pod("a-0", gated=False)], enabled=False)
     assert (status, reason) == ("Unknown", "CheckDisabled")
 
 

@@ -97,7 +97,7 @@ class Verifier:
         deployment: NemotronDeployment | None,
         planned: Planned | None,
         pods: Sequence[Mapping[str, Any]],
-    ) -> tuple[str, str, str] | None:
+    ) -> v.VerifiedCondition | None:
         """Start the checks these pods need, make workers follow their leaders, and return the
         ``Verified`` condition (None while there is no plan)."""
         if deployment is None or planned is None:

@@ -173,6 +173,9 @@ async def sync(
         for (resource, final), answer in zip(pending, answers, strict=True):
             if not isinstance(answer, BaseException):
                 cache.stored(resource, answer)
+                # Status is computed next from ``live``: the child as the server now has it
+                # (a create's status says what was created, not "not created yet").
+                live.objects[(resource, final["metadata"]["name"])] = answer
                 result.applied.append(f"{final['kind']}/{final['metadata']['name']}")
         failed = [a for a in answers if isinstance(a, BaseException)]
         if failed:

@@ -7,16 +7,19 @@ until Ready on the benchmark (docs/benchmarks.md, issue 41), competing with the 
 deployments' creates. Coalesced, not dropped:
 
 - only a change that is *nothing but progress* may wait: the stored status exists, every
-  condition keeps its status (only a reason or message moves), ``Ready`` stays False for a
-  reason of progress, no condition is or was a warning, and nothing else changed but the
-  summary (``phase``, ``ready``, ``readyReplicas``) and ``startup``;
+  condition keeps its status (only a reason or message moves) — but ``Verified`` may pass
+  (Unknown → True: the check passed, and ``Ready`` follows once the kubelet has seen the pod's
+  gate) —, ``Ready`` stays False for a reason of progress, no condition is or was a warning,
+  and nothing else changed but the summary (``phase``, ``ready``, ``readyReplicas``) and
+  ``startup``;
 - it waits at most ``seconds`` (``--progress-hold-seconds``, default 5) from the first
   unwritten change: whatever the status is then is written, so a step that lasts reaches status
   within ``seconds``, and steps that follow each other faster are written together;
 - anything else — the plan at create, a spec change, a warning, a recovery, ``Ready=True``, the
   loss of Ready — is written at once, with whatever progress was waiting.
 
-``lastTransitionTime`` moves only when a condition's status flips (never inside a hold),
+``lastTransitionTime`` moves only when a condition's status flips (never inside a hold;
+``Verified``'s is the pods' gate time, so a pass written with ``Ready`` keeps its moment),
 ``startup.since`` comes from the pod, and the start's phases are in ``startup.lastObserved``
 (scheduling, download, load and verification seconds) once Ready is written.
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 
-from nemotron_operator.api import NemotronDeploymentStatus
+from nemotron_operator.api import Condition, NemotronDeploymentStatus
 from nemotron_operator.controller.queue import Key
 from nemotron_operator.controller.reconcile.event_types import event_type
 
@@ -48,12 +51,17 @@ def progress_only(old: NemotronDeploymentStatus | None, new: NemotronDeploymentS
         return False
     for type_, condition in after.items():
         previous = before[type_]
-        if previous.status != condition.status:
+        if previous.status != condition.status and not _passed(type_, previous, condition):
             return False
         if event_type(previous) == "Warning" or event_type(condition) == "Warning":
             return False
     ready = after.get("Ready")
     return ready is not None and ready.status == "False"
+
+
+def _passed(type_: str, before: Condition, after: Condition) -> bool:
+    """``Verified`` passing: a step toward ``Ready``, which the kubelet sets moments later."""
+    return type_ == "Verified" and before.status == "Unknown" and after.status == "True"
 
 
 class ProgressHold:

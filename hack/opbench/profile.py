@@ -3,7 +3,8 @@ and kube-apiserver's go while N deployments converge, the floor's window against
 
 A window starts at the batch's first create. The floor's ends when its N have converged; the
 operator's has two phases, ``to_converged`` (create → children applied and plan written) and
-``converged_to_ready``. Per window (docs/benchmarks.md, "Profiles"):
+``converged_to_ready``. The operator's loaded singles (opbench.loaded) are one more window,
+``operator-loaded``, of one phase, ``loaded``. Per window (docs/benchmarks.md, "Profiles"):
 
 - the operator (its windows only): py-spy's stacks of each phase (opbench.pyspy);
 - kube-apiserver: back-to-back pprof CPU profiles over the window (opbench.pprof), each
@@ -95,6 +96,7 @@ class Window:
         self.apiserver = pprof.ApiserverProfiler(
             self.profiles.api, self.profiles.directory, f"apiserver-{self.name}"
         )
+        self.apiserver.phase(self.first_phase)
         self.apiserver.start()
         self._spy()
         self.started = time.perf_counter()

@@ -52,6 +52,9 @@ def render(runs: list[tuple[str, dict[str, Any]]], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     lines = [(label(run, name), series(run)) for name, run in runs]
+    # One colour per run (its operator and floor lines, or its two CPU lines, share it).
+    palette = plt.get_cmap("tab10").colors
+    colour = {name: palette[i % len(palette)] for i, (name, _) in enumerate(lines)}
     written = []
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for name, data in lines:
@@ -59,7 +62,7 @@ def render(runs: list[tuple[str, dict[str, Any]]], out: Path) -> list[Path]:
                                 ("floor_converged_wall_s", "s--", "floor")):  # fmt: skip
             if data[key]:
                 xs, ys = zip(*data[key], strict=True)
-                axes.plot(xs, ys, style, label=f"{who}: {name}")
+                axes.plot(xs, ys, style, color=colour[name], label=f"{who}: {name}")
     _finish(axes, "deployments created at once (N)", "wall time to converge (s)",
             "Convergence time against N: operator and floor")  # fmt: skip
     written.append(_save(figure, out / PLOTS[0], plt))
@@ -68,10 +71,10 @@ def render(runs: list[tuple[str, dict[str, Any]]], out: Path) -> list[Path]:
     for name, data in lines:
         if data["operator_cpu_s"]:
             xs, ys = zip(*data["operator_cpu_s"], strict=True)
-            axes.plot(xs, ys, "o-", label=f"CPU s: {name}")
+            axes.plot(xs, ys, "o-", color=colour[name], label=f"CPU s: {name}")
         if data["operator_cpu_s_per_deployment"]:
             xs, ys = zip(*data["operator_cpu_s_per_deployment"], strict=True)
-            twin.plot(xs, ys, "x:", label=f"CPU s per deployment: {name}")
+            twin.plot(xs, ys, "x:", color=colour[name], label=f"CPU s per deployment: {name}")
     twin.set_ylabel("operator CPU s per deployment (dotted)")
     twin.set_ylim(bottom=0)
     _finish(axes, "deployments created at once (N)", "operator CPU s to converge",
@@ -84,7 +87,7 @@ def render(runs: list[tuple[str, dict[str, Any]]], out: Path) -> list[Path]:
     for name, data in lines:
         if data["idle_cpu_percent"]:
             xs, ys = zip(*data["idle_cpu_percent"], strict=True)
-            axes.plot(xs, ys, "-", label=name)
+            axes.plot(xs, ys, "-", color=colour[name], label=name)
     axes.axhline(2.0, color="grey", linestyle="--", linewidth=1, label="target: 2 %")
     _finish(axes, "seconds into the idle window", "operator CPU (% of a core)",
             "Operator CPU while idle")  # fmt: skip

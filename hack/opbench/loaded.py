@@ -147,10 +147,11 @@ async def operator_loaded(phases: OperatorPhases, resident: int) -> dict[str, An
     user's stream of applies.
 
     It starts once the operator is quiet over a whole scrape interval, as the floor's starts on
-    a quiet cluster: right after the restart the operator's timer still takes its first
-    samples of every resident deployment (a restart's own cost, measured by the restart
-    phase), and singles applied then would measure the restart, not the load of 1,000
-    resident deployments. Profiled (py-spy, kube-apiserver) as ``operator-loaded``."""
+    a quiet cluster: right after the restart the operator's timer still scrapes every resident
+    deployment at the busy pace (its first ticks after the resync's inline samples, and what
+    they trigger), and singles applied then would measure the restart's aftermath, not the
+    load of 1,000 resident deployments. Profiled (py-spy, kube-apiserver) as
+    ``operator-loaded``."""
     keys = loaded_keys(NAMESPACE, phases.args.loaded_singles)
     report.say(f"operator: {len(keys)} single deployments, one at a time, {resident} resident")
     await prepare(phases.client, phases.collector, keys, phases.gpus)

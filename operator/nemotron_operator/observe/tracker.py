@@ -69,8 +69,8 @@ class DeploymentTracker:
         # requests in flight — keep what status shows until the second sample gives rates.
         fresh = self.shown is None or self.shown.pods_sampled == 0
         idle = figures.requests_running == 0 and figures.requests_waiting == 0
-        warming_up = figures.pods_sampled > 0 and figures.pods_with_rates == 0
-        warming_up = warming_up and not (fresh and idle)
+        base_only = figures.pods_sampled > 0 and figures.pods_with_rates == 0
+        warming_up = base_only and not (fresh and idle)
         # No serving pod yet (still deploying) and nothing shown: nothing to show, no write.
         nothing = self.shown is None and not samples and not unresponsive
         # One missed scrape (a slow answer on a busy node) is not "unresponsive": status changes

@@ -209,8 +209,13 @@ def compute_status(
     before = list(previous.conditions) if previous is not None else []
     generation = inputs.generation
 
-    def cond(type_: str, status: str, reason: str, message: str) -> Condition:
-        return transition(before, type_, status, reason, message, generation=generation, now=now)
+    def cond(
+        type_: str, status: str, reason: str, message: str, since: str | None = None
+    ) -> Condition:
+        """``since``: when the condition's status flipped, if not now (``Verified``: the gate's)."""
+        return transition(
+            before, type_, status, reason, message, generation=generation, now=since or now
+        )
 
     ready = inputs.readiness.ready_replicas if inputs.readiness is not None else 0
     if inputs.problem is not None or inputs.plan is None:
@@ -226,11 +231,7 @@ def compute_status(
     if inputs.multi_node is not None and inputs.plan is not None:
         conditions.append(cond(MULTI_NODE_CONDITION, *inputs.multi_node))
     if inputs.verified is not None and inputs.plan is not None:
-        status, reason, message, since = inputs.verified
-        conditions.append(
-            transition(before, "Verified", status, reason, message,
-                       generation=generation, now=since or now)
-        )  # fmt: skip
+        conditions.append(cond("Verified", *inputs.verified))
     # The optional types go when their input does (the feature is off).
     optional = (
         (GATEWAY_CONDITION, inputs.gateway),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the operator against the SIMULATED cluster: how fast and how quietly it converges.
 
-Enters a network namespace of its own, starts ``python -m nemotron_sim`` in it (the real control
+Enters a network namespace of its own, starts ``python -m sim_cluster`` in it (the real control
 plane — etcd, kube-apiserver, kube-controller-manager, kube-scheduler — with enough simulated 8x
 H200 nodes, kubelets and stand-in vLLMs) and the operator (a real process: ``--operator-cmd``,
 through the cluster's fault proxy), then measures and prints a table, and writes JSON:

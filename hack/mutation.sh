@@ -71,11 +71,14 @@ if [ -n "${MUTATION_FROM_COMMIT:-}" ]; then
   work="$work-at-$rev"
   source_root="$work.export"
   rm -rf "$source_root" && mkdir -p "$source_root"
-  git archive "$rev" operator tests docs crds charts examples pyproject.toml | tar -x -C "$source_root"
+  git archive "$rev" operator tests docs crds charts examples pyproject.toml hack \
+    | tar -x -C "$source_root"
 fi
 rm -rf "$work"
 mkdir -p "$work/src"
 cp -r "$source_root"/operator/nemotron_operator "$source_root"/operator/nemotron_sim "$work/src/"
+# The simulated cluster (hack/sim_cluster since issue 40; tests/kube.py imports it).
+[ -d "$source_root/hack/sim_cluster" ] && cp -r "$source_root/hack/sim_cluster" "$work/src/"
 for dir in docs crds charts examples; do cp -r "$source_root/$dir" "$work/"; done
 # MUTATION_TESTS_FROM=DIR: another copy of tests/ (how docs/testing.md's "before" was measured).
 cp -r "${MUTATION_TESTS_FROM:-$source_root/tests}" "$work/tests"

@@ -6,7 +6,7 @@
                                  (default OUTDIR: tests/contract/vllm-<release>-cpu)
 
 Builds the engine if needed (hack/build-vllm-cpu.sh), writes a scripted tiny Nemotron-H with MTP
-(nemotron_sim.checkpoints) into a temporary directory, starts `vllm serve` on 127.0.0.1 with the
+(sim_cluster.checkpoints) into a temporary directory, starts `vllm serve` on 127.0.0.1 with the
 flags in SERVE_ARGS (the ones the operator renders for it), sends the requests in REQUESTS and
 writes each answer (status and body; a stream as its lines), /metrics, /v1/models and the
 long options of `vllm serve`'s parser (serve-flags.txt) and each option's action, type, choices
@@ -224,7 +224,8 @@ def main() -> int:
     out = Path(args[0]) if args else (
         ROOT / "tests" / "contract" / f"vllm-{release.split('+')[0]}-cpu")  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
-    env.update(PYTHONPATH=str(ROOT / "operator"), VLLM_HOST_IP="127.0.0.1",
+    path = os.pathsep.join([str(ROOT / "operator"), str(ROOT / "hack")])  # sim_cluster.checkpoints
+    env.update(PYTHONPATH=path, VLLM_HOST_IP="127.0.0.1",
                VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1")  # fmt: skip
     if "--parser-only" in sys.argv[1:]:
         with tempfile.TemporaryDirectory(prefix="vllm-contract-") as tmp:
@@ -233,7 +234,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="vllm-contract-") as tmp:
         model = Path(tmp) / "model"
-        subprocess.run([str(python), "-m", "nemotron_sim.checkpoints", str(model), "--mtp"],
+        subprocess.run([str(python), "-m", "sim_cluster.checkpoints", str(model), "--mtp"],
                        check=True, env=env, stdout=subprocess.DEVNULL)  # fmt: skip
         log = (Path(tmp) / "serve.log").open("wb")
         serve = [str(python), "-m", "vllm.entrypoints.cli.main", "serve", str(model), *SERVE_ARGS]

@@ -11,7 +11,7 @@
 #   hack/sim-exec.sh kubectl get nodes     # one command (KUBECONFIG set)
 #   hack/sim-exec.sh                       # a shell inside the cluster's namespace
 # The kubeconfig goes to $SIM_KUBECONFIG (default .cache/sim/kubeconfig), the cluster's PID
-# beside it (kubeconfig.pid). All arguments go to `python -m nemotron_sim` (see --help), e.g.
+# beside it (kubeconfig.pid). All arguments go to `python -m sim_cluster` (see --help), e.g.
 # `--image REPO=PROGRAM` (containers of that image run as local processes; the operator's image
 # is mapped by default).
 source "$(dirname "$0")/lib.sh"
@@ -26,4 +26,4 @@ if [[ " $* " == *" --engine vllm "* || " $* " == *" --engine=vllm "* ]]; then
 fi
 KUBECONFIG_PATH="${SIM_KUBECONFIG:-$ROOT/.cache/sim/kubeconfig}"
 mkdir -p "$(dirname "$KUBECONFIG_PATH")"
-exec "$PY" -m nemotron_sim --kubeconfig "$KUBECONFIG_PATH" "$@"
+exec "$PY" -m sim_cluster --kubeconfig "$KUBECONFIG_PATH" "$@"

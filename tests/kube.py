@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 
 from nemotron_operator.kube.errors import ApiError
 from nemotron_operator.kube.transport import MERGE
-from nemotron_sim.background import Background
-from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubeapi.resources import ResourceKey
-from nemotron_sim.kubecluster import KubeCluster
 from nemotron_sim.kubelet.settings import KubeletSettings
+from sim_cluster.background import Background
+from sim_cluster.controlplane.flags import Settings
+from sim_cluster.kubecluster import KubeCluster
 from tests import polling
 from tests.kubectl import run_kubectl
 

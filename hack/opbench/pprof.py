@@ -1,7 +1,7 @@
 """kube-apiserver's CPU profile over a window: Go's pprof, read with ``go tool pprof``.
 
 The simulated cluster runs kube-apiserver with ``--profiling=true`` when the benchmark profiles
-(``python -m nemotron_sim --apiserver-profiling``). A CPU profile covers a fixed time
+(``python -m sim_cluster --apiserver-profiling``). A CPU profile covers a fixed time
 (``/debug/pprof/profile?seconds=S``; kube-apiserver serves it as a long-running request, so no
 request timeout cuts it) and only one can run at a time, so a window is covered by back-to-back
 profiles of ``CHUNK_SECONDS`` from its start until it ends (the last one runs past the end by

@@ -1,6 +1,6 @@
 """The simulated cluster and the operator as child processes; CPU and memory from /proc.
 
-The cluster is ``python -m nemotron_sim``: one Python process (the simulator: GPU nodes,
+The cluster is ``python -m sim_cluster``: one Python process (the simulator: GPU nodes,
 kubelets, stand-in vLLMs, service proxy, the fault proxy in front of kube-apiserver) and, as its
 children, the real control plane (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler). Their CPU is read apart: the control plane is Go on its own threads, the
@@ -133,7 +133,7 @@ class Child:
 
 
 class SimCluster(Child):
-    """``python -m nemotron_sim`` with GPU nodes (run from inside a network namespace: the
+    """``python -m sim_cluster`` with GPU nodes (run from inside a network namespace: the
     cluster stays in this process's one); its kubeconfigs once ready.
 
     ``cpu_seconds``/``rss_mib`` are the simulator process's own; ``control_plane_*`` are its
@@ -156,7 +156,7 @@ class SimCluster(Child):
         # Written beside the admin's: the same credentials through the fault proxy.
         self.proxy_kubeconfig = workdir / "kubeconfig-via-proxy"
         super().__init__(
-            [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
+            [sys.executable, "-m", "sim_cluster", "--nodes", nodes,
              "--kubeconfig", str(self.kubeconfig), *([] if events else ["--no-events"]),
              "--controller-qps", str(controller_qps),
              *(["--apiserver-profiling"] if profiling else [])],

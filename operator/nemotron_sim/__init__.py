@@ -1,7 +1,9 @@
-"""A simulated GPU cluster on a real Kubernetes control plane, for tests, the demo and benchmarks.
+"""The simulator: the simulated parts of the test cluster, a witness against the operator.
 
-Real: etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from Kubernetes' Go
-modules (:mod:`nemotron_sim.controlplane`). Simulated: the GPU nodes and their Leases, the kubelet
-(containers as local processes), the service proxy, a volume provisioner and a stand-in vLLM. It
-all runs in a network namespace of its own; no real GPU is involved.
+Simulated: the GPU nodes and their Leases (``agents``), the kubelet (containers as local
+processes or in-process stand-ins: ``kubelet``), the service proxy and the volume provisioner,
+a stand-in vLLM (``vllm``) and a fault-injecting proxy in front of kube-apiserver
+(``faultproxy``), in a network namespace of their own (``netns``); no real GPU is involved.
+The real control plane and the real neighbours they are composed with live in ``sim_cluster``
+(hack/sim_cluster), which this package never imports.
 """

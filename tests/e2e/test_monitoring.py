@@ -1,5 +1,5 @@
 """The operator's monitoring objects in a real Prometheus Operator and a real Prometheus
-(issue 37; the simulated cluster's ``monitoring`` add-on, nemotron_sim/addons/monitoring.py:
+(issue 37; the simulated cluster's ``monitoring`` add-on, sim_cluster/addons/monitoring.py:
 both built from their Go modules by hack/build-addons.sh):
 
 - the PodMonitor the operator renders becomes a scrape job whose targets are exactly the serving

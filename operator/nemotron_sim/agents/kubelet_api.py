@@ -16,11 +16,12 @@ from typing import Any
 
 from aiohttp import web
 
-from nemotron_sim.controlplane.network import KUBELET_PORT
 from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubeapi.store import ObjectStore
 from nemotron_sim.kubelet import container_logs
 from nemotron_sim.kubelet.container_logs import LogRequestError, LogTarget
+
+KUBELET_PORT = 10250  # the kubelet API's port on each node, as a real kubelet's
 
 # (pod, container, previous) → where that container's log is (LogRequestError if there is none)
 LogLookup = Callable[[dict[str, Any], str, bool], LogTarget]

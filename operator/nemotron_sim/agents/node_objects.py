@@ -107,7 +107,7 @@ def node_name(product: str, index: int, *, dra: bool = False) -> str:
 
 def instance_type_name(product: str, gpus: int) -> str:
     """The ``node.kubernetes.io/instance-type`` of a simulated node (and of the Karpenter
-    instance type with the same GPUs: nemotron_sim.karpenter.catalog)."""
+    instance type with the same GPUs: sim_cluster.karpenter.catalog)."""
     return f"sim-{gpus}x-{product.lower()}"
 
 

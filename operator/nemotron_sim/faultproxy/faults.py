@@ -8,7 +8,6 @@ often it fires; ``duration`` bounds for how long (an "API unavailable" window).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
 import time
@@ -121,8 +120,3 @@ class FaultInjector:
     def _expire(self) -> None:
         now = time.monotonic()
         self._faults = [f for f in self._faults if f._until is None or f._until > now]
-
-
-async def sleep_for(fault: Fault) -> None:
-    if fault.delay > 0:
-        await asyncio.sleep(fault.delay)

@@ -62,8 +62,6 @@ class WriteQueue:
         self._pending: dict[tuple[ResourceKey, str, str], deque[Write]] = {}
         self._ready: asyncio.Queue[tuple[ResourceKey, str, str]] = asyncio.Queue()
         self._busy: set[tuple[ResourceKey, str, str]] = set()
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._workers: list[asyncio.Task[None]] = []
         self.sent = 0
         self.failed = 0
@@ -93,18 +91,8 @@ class WriteQueue:
             last.body = merge_patches(last.body, write.body)
         else:
             queue.append(write)
-        self._idle.clear()
         if target not in self._busy and len(queue) == 1 and last is None:
             self._ready.put_nowait(target)
-
-    async def drained(self, seconds: float = 10.0) -> bool:
-        """Wait (bounded) until every queued write was sent."""
-        try:
-            async with asyncio.timeout(seconds):
-                await self._idle.wait()
-        except TimeoutError:
-            return False
-        return True
 
     async def _work(self) -> None:
         while True:
@@ -118,8 +106,6 @@ class WriteQueue:
                 self._pending.pop(target, None)
             finally:
                 self._busy.discard(target)
-                if not self._pending and self._ready.empty() and not self._busy:
-                    self._idle.set()
 
     async def _send(self, write: Write) -> None:
         loop = asyncio.get_running_loop()

@@ -1,7 +1,7 @@
 """Run a program as a container runtime would: a network namespace and volumes of its own.
 
 ``python -m nemotron_sim.kubelet.container_root PROGRAM [ARGS...]`` (the kubelet puts it in front
-of a real engine's argv, see real_engine.py):
+of a real engine's argv, see sim_cluster/real_engine.py):
 
 - **network**: it listens on ``podIP:port`` for each of the container's ports in the cluster's
   namespace (``NEMOTRON_SIM_POD_IP``, ``NEMOTRON_SIM_PORTS``), then moves into a network namespace

@@ -104,9 +104,6 @@ class Kubelet:
         self._pods: dict[str, _RunningPod] = {}
         self._session: aiohttp.ClientSession | None = None
 
-    def running_pods(self) -> int:
-        return len(self._pods)
-
     def stub(self, namespace: str, name: str) -> StubVllm | None:
         """The stand-in vLLM of a pod (the first serving one), for tests and the demo."""
         for running in self._pods.values():

@@ -228,15 +228,3 @@ def qos_class(pod: Mapping[str, Any]) -> str:
     if not any_set:
         return "BestEffort"
     return "Guaranteed" if guaranteed else "Burstable"
-
-
-def scheduled_condition(status: bool, now: str, message: str = "") -> dict[str, Any]:
-    condition: dict[str, Any] = {
-        "type": "PodScheduled",
-        "status": "True" if status else "False",
-        "lastTransitionTime": now,
-    }
-    if not status:
-        condition["reason"] = "Unschedulable"
-        condition["message"] = message
-    return condition

@@ -111,9 +111,6 @@ class ProbeCounter:
                 return False
         return None
 
-    def reset_failures(self) -> None:
-        self._failures = 0
-
 
 async def probe_once(
     spec: ProbeSpec, host: str, session: aiohttp.ClientSession

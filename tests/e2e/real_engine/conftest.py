@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.kubelet.real_engine import engine_mappings
+from sim_cluster.real_engine import engine_mappings
 from tests.integration.operator_process import OperatorProcess, install_crds
 from tests.kube import KubeHandle, start_cluster
 

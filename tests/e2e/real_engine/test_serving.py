@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.checkpoints.placement import checkpoint_dir
 from nemotron_sim.kubeapi.resources import ResourceKey
+from sim_cluster.checkpoints.placement import checkpoint_dir
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import NEMOTRON_DEPLOYMENTS, PODS, KubeHandle
 
@@ -90,9 +90,9 @@ def write_checkpoint(python: Path, cluster: KubeHandle, kind: str = "scripted") 
     target = checkpoint_dir(deployment({}), Path(pods_dir) / "claims")
     root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
-        [str(python), "-m", "nemotron_sim.checkpoints", str(target), "--kind", kind, "--mtp"],
+        [str(python), "-m", "sim_cluster.checkpoints", str(target), "--kind", kind, "--mtp"],
         capture_output=True, text=True, check=True, timeout=300,
-        env={"PYTHONPATH": str(root / "operator"), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(root / "hack"), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     architecture: dict[str, Any] = json.loads(done.stdout)
     return architecture

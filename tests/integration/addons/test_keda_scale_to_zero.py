@@ -31,9 +31,9 @@ import pytest
 import yaml
 
 from nemotron_operator.kube.errors import ApiError
-from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.kubeapi.resources import ResourceKey
 from nemotron_sim.kubelet.quantity import parse_quantity
+from sim_cluster.controlplane.flags import Settings
 from tests.integration.operator.helpers import NDS, apply, condition, status
 from tests.integration.operator_process import OperatorProcess, ensure_namespace
 from tests.kube import TEST_CONTROLLER_QPS

@@ -1,6 +1,6 @@
 """``hack/bench-operator.py --tiny`` keeps working: it runs end to end and writes every section.
 
-It starts its own simulated cluster on the real control plane (``python -m nemotron_sim``, in
+It starts its own simulated cluster on the real control plane (``python -m sim_cluster``, in
 this session's network namespace) and the operator through the cluster's fault proxy. Speeds
 are not asserted (they are read from the published benchmark, not unit-tested); what is checked
 is that each measurement produced numbers (the loaded singles: a sample each), and that the

@@ -1,5 +1,5 @@
 """The simulated cluster over HTTP, as kubectl and the operator see it. (The entry points,
-``python -m nemotron_sim`` and the demo, run on the real control plane:
+``python -m sim_cluster`` and the demo, run on the real control plane:
 tests/integration/controlplane/test_cli.py.)"""
 
 from __future__ import annotations

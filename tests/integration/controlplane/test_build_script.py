@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nemotron_sim.controlplane.binaries import (
+from sim_cluster.controlplane.binaries import (
     COMPONENTS,
     RECIPE,
     bin_dir,

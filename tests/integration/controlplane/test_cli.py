@@ -1,4 +1,4 @@
-"""The entry points on the real control plane: ``python -m nemotron_sim`` and the demo."""
+"""The entry points on the real control plane: ``python -m sim_cluster`` and the demo."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_the_command_serves_until_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     process = subprocess.Popen(
-        [sys.executable, "-m", "nemotron_sim", "--nodes", "NVIDIA-B200:8x1",
+        [sys.executable, "-m", "sim_cluster", "--nodes", "NVIDIA-B200:8x1",
          "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -66,7 +66,7 @@ def test_the_command_refuses_bad_nodes_before_starting(
     tmp_path: Path, nodes: str, message: str
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "nemotron_sim", "--nodes", nodes,
+        [sys.executable, "-m", "sim_cluster", "--nodes", nodes,
          "--kubeconfig", str(tmp_path / "kubeconfig")],
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
@@ -77,7 +77,7 @@ def test_the_command_refuses_bad_nodes_before_starting(
 def test_the_command_says_how_to_get_the_binaries(tmp_path: Path) -> None:
     env = {**os.environ, "CONTROLPLANE_BIN_DIR": str(tmp_path)}
     result = subprocess.run(
-        [sys.executable, "-m", "nemotron_sim", "--kubeconfig", str(tmp_path / "kubeconfig")],
+        [sys.executable, "-m", "sim_cluster", "--kubeconfig", str(tmp_path / "kubeconfig")],
         capture_output=True, text=True, timeout=30, check=False, env=env,
     )  # fmt: skip
     assert result.returncode == 2

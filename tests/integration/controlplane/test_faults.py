@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from nemotron_sim.controlplane.flags import Settings
+from sim_cluster.controlplane.flags import Settings
 from tests.kube import TEST_CONTROLLER_QPS, KubeHandle, start_cluster
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

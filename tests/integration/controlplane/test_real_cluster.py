@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.controlplane.flags import Settings
+from sim_cluster.controlplane.flags import Settings
 from tests.kube import TEST_CONTROLLER_QPS, KubeHandle, start_cluster
 
 OPERATOR_IMAGE = "ghcr.io/nemotron-operator/nemotron-operator:test"  # runs as a local process

@@ -1,7 +1,7 @@
 """GPU node pools for real: Karpenter (its kwok cloud provider: Karpenter's own scheduler,
 provisioner, limits, registration and disruption; Node objects instead of instances) provisions
 the NodePool the operator renders, on a cluster that starts with no GPU node at all. The
-simulator plays each new node's kubelet and GPU Feature Discovery (nemotron_sim/karpenter)."""
+simulator plays each new node's kubelet and GPU Feature Discovery (sim_cluster/karpenter)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.karpenter.running import KarpenterOptions
 from nemotron_sim.kubeapi.kinds import NODES
 from nemotron_sim.kubeapi.resources import ResourceKey
+from sim_cluster.karpenter.running import KarpenterOptions
 from tests.integration.operator.helpers import (
     NAMESPACE,
     NDS,

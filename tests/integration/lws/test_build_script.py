@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from nemotron_sim import lws
+from sim_cluster import lws
 
 SCRIPT = Path(__file__).resolve().parents[3] / "hack" / "build-lws.sh"
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.controlplane.flags import Settings
 from nemotron_sim.faultproxy.faults import Fault
+from sim_cluster.controlplane.flags import Settings
 from tests.integration.operator.helpers import (
     CLAIMS,
     NAMESPACE,

@@ -136,7 +136,7 @@ def test_built_wheel_holds_no_simulator_code(repo_root: Path, tmp_path: Path) ->
     top_level = {name.split("/")[0] for name in names}
     assert top_level - {"nemotron_operator"} == {wheel.name.split("-py")[0] + ".dist-info"}
     assert "nemotron_operator/cli/__init__.py" in names
-    assert not [name for name in names if "nemotron_sim" in name]
+    assert not [name for name in names if "nemotron_sim" in name or "sim_cluster" in name]
     assert "nemotron-operator = nemotron_operator.cli:main" in scripts
 
 
@@ -196,8 +196,9 @@ def test_the_operator_needs_only_its_declared_runtime_dependencies(repo_root: Pa
             if not {normalise(d) for d in dists} & allowed and module.isidentifier()
         ),
         "nemotron_sim",
+        "sim_cluster",
     ]
-    assert {"cryptography", "jsonschema", "pytest", "nemotron_sim"} <= set(blocked)
+    assert {"cryptography", "jsonschema", "pytest", "nemotron_sim", "sim_cluster"} <= set(blocked)
     probe = """
 import importlib.abc, json, sys
 blocked = set(json.loads(sys.argv[1]))

@@ -1,4 +1,4 @@
-"""``python -m nemotron_sim`` with ``--image``: its pods' processes (and theirs) die with it."""
+"""``python -m sim_cluster`` with ``--image``: its pods' processes (and theirs) die with it."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_stopping_the_cluster_stops_pod_processes_and_their_children(tmp_path: P
     kubeconfig, pids = tmp_path / "kubeconfig", tmp_path / "pids"
     program = f"{sys.executable} -c {shlex.quote(SLEEPER)}"
     cluster = subprocess.Popen(
-        [sys.executable, "-m", "nemotron_sim", "--kubeconfig", str(kubeconfig),
+        [sys.executable, "-m", "sim_cluster", "--kubeconfig", str(kubeconfig),
          "--system-nodes", "1", "--image", f"sim.local/sleeper={program}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip

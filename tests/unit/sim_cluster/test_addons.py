@@ -1,4 +1,4 @@
-"""The simulated cluster's add-ons (nemotron_sim/addons): their names, the key of their build
+"""The simulated cluster's add-ons (sim_cluster/addons): their names, the key of their build
 directory (the same as hack/build-addons.sh prints), and the edits the stand-in
 config-reloader and the programs make to paths and listen addresses."""
 
@@ -13,11 +13,11 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from nemotron_sim import addons
-from nemotron_sim.addons import keda
-from nemotron_sim.addons.apply import in_namespace, resource_key
-from nemotron_sim.addons.binaries import MODULES, addon_dir
-from nemotron_sim.addons.programs import (
+from sim_cluster import addons
+from sim_cluster.addons import keda
+from sim_cluster.addons.apply import in_namespace, resource_key
+from sim_cluster.addons.binaries import MODULES, addon_dir
+from sim_cluster.addons.programs import (
     EPP_CONFIG_API_VERSION,
     edited,
     epp_config,
@@ -161,10 +161,10 @@ def test_kedas_certificate_serves_both_services_and_is_its_own_client() -> None:
 
 def test_the_programs_use_the_simulated_kubelets_variables_and_mount_rule() -> None:
     """Copied into programs.py, not imported (a program's start counts against its probes)."""
-    from nemotron_sim.addons import programs
     from nemotron_sim.kubelet.podfiles import MOUNTS_ENV
     from nemotron_sim.kubelet.process_runner import POD_IP_ENV
     from nemotron_sim.vllm.lora import resolve_mount
+    from sim_cluster.addons import programs
 
     assert (programs.MOUNTS_ENV, programs.POD_IP_ENV) == (MOUNTS_ENV, POD_IP_ENV)
     mounts = {"/a": "/pods/a", "/a/b": "/pods/ab", "/c/": "/pods/c"}

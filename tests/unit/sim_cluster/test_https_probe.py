@@ -12,8 +12,8 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
-from nemotron_sim.controlplane.pki import Authority
 from nemotron_sim.kubelet.probes import ProbeSpec, probe_once
+from sim_cluster.controlplane.pki import Authority
 
 
 async def serve_https(tmp_path: Path) -> tuple[web.AppRunner, int]:

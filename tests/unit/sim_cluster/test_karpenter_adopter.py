@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 from nemotron_sim.agents.nodes import NODES, NodeAgent
-from nemotron_sim.karpenter.adopt import NodeAdopter
 from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
+from sim_cluster.karpenter.adopt import NodeAdopter
 
 
 class FakeMirror:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.checkpoints.placement import checkpoint_dir
 from nemotron_sim.kubelet.images import ImagePrograms
-from nemotron_sim.kubelet.real_engine import engine_mappings
+from sim_cluster.checkpoints.placement import checkpoint_dir
+from sim_cluster.real_engine import engine_mappings
 
 RENDERED = {"name": "vllm", "image": "vllm/vllm-openai:v0.31.0"}
 

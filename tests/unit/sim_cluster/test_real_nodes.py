@@ -1,4 +1,4 @@
-"""The real nodes' files (nemotron_sim.realnodes.config) and where their binaries are."""
+"""The real nodes' files (sim_cluster.realnodes.config) and where their binaries are."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from nemotron_sim.agents.node_objects import (
     build_system_node,
     gpu_facts,
 )
-from nemotron_sim.realnodes import bin_dir, unavailable
-from nemotron_sim.realnodes.config import (
+from sim_cluster.realnodes import bin_dir, unavailable
+from sim_cluster.realnodes.config import (
     RealNodeSpec,
     cni_conf,
     containerd_toml,

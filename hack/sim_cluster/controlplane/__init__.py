@@ -25,12 +25,12 @@ from types import TracebackType
 import aiohttp
 
 from nemotron_sim import netns
-from nemotron_sim.controlplane import flags
-from nemotron_sim.controlplane.binaries import bin_dir
-from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
-from nemotron_sim.controlplane.network import API_PORT, MAX_CLUSTERS, AddressPlan
-from nemotron_sim.controlplane.pki import Authority, KeyPair
-from nemotron_sim.controlplane.processes import (
+from sim_cluster.controlplane import flags
+from sim_cluster.controlplane.binaries import bin_dir
+from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
+from sim_cluster.controlplane.network import API_PORT, MAX_CLUSTERS, AddressPlan
+from sim_cluster.controlplane.pki import Authority, KeyPair
+from sim_cluster.controlplane.processes import (
     Component,
     ControlPlaneError,
     stop_all,
@@ -38,7 +38,7 @@ from nemotron_sim.controlplane.processes import (
 )
 
 __all__ = ["ControlPlane", "ControlPlaneError"]
-log = logging.getLogger("nemotron_sim.controlplane")
+log = logging.getLogger("sim_cluster.controlplane")
 _START_TIMEOUT = 120.0  # kube-apiserver took 31-35 s on contended CI runners upstream
 ADMIN_USER = "nemotron-sim-admin"  # in system:masters: the cluster's administrator
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from nemotron_sim.addons.envoy_config import (
+from sim_cluster.addons.envoy_config import (
     Key,
     Pool,
     Snapshot,
@@ -35,7 +35,7 @@ from nemotron_sim.addons.envoy_config import (
     pools_routed,
     served,
 )
-from nemotron_sim.addons.programs import kube_get, kube_request, pod_ip
+from sim_cluster.addons.programs import kube_get, kube_request, pod_ip
 
 MERGE_PATCH = "application/merge-patch+json"
 

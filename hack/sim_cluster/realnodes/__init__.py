@@ -18,9 +18,9 @@ from typing import Any
 
 from nemotron_operator.kube.errors import ApiError
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.controlplane import ControlPlane
-from nemotron_sim.realnodes.config import RealNodeSpec
-from nemotron_sim.realnodes.node import RealNode, prepare_network
+from sim_cluster.controlplane import ControlPlane
+from sim_cluster.realnodes.config import RealNodeSpec
+from sim_cluster.realnodes.node import RealNode, prepare_network
 
 __all__ = ["RealNodeSpec", "RealNodes", "bin_dir", "unavailable"]
 _ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nemotron_sim.checkpoints import tokenizer as tok
+from sim_cluster.checkpoints import tokenizer as tok
 
 Kind = Literal["scripted", "constant", "random"]
 KINDS: tuple[Kind, ...] = ("scripted", "constant", "random")

@@ -1,13 +1,14 @@
 """The real engine in the loop: containers of the vLLM image run vLLM's CPU build.
 
-With ``python -m nemotron_sim --engine vllm --vllm-python PYTHON`` (PYTHON: the interpreter of
+With ``python -m sim_cluster --engine vllm --vllm-python PYTHON`` (PYTHON: the interpreter of
 the environment ``hack/build-vllm-cpu.sh`` builds) the kubelet runs every container of the vLLM
 image (``vllm/vllm-openai``, any tag) as a real process instead of the stand-in: the operator's
 rendered command, args and environment unchanged, the image's ``vllm`` executable being that
 environment's vLLM (``python -m vllm.entrypoints.cli.main``), the container's volumes at their
-``mountPath`` (container_root.py). Probes, logs, restarts and the crash back-off are those of
-every process container (process_runner.py). Where the rendered command cannot run on the CPU
-build, the container fails as it would on a cluster: the simulator rewrites no flag.
+``mountPath`` (nemotron_sim/kubelet/container_root.py). Probes, logs, restarts and the crash
+back-off are those of every process container (nemotron_sim/kubelet/process_runner.py). Where
+the rendered command cannot run on the CPU build, the container fails as it would on a
+cluster: the simulator rewrites no flag.
 """
 
 from __future__ import annotations

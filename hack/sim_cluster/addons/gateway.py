@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons.apply import apply
-from nemotron_sim.addons.binaries import PROGRAMS, built
+from sim_cluster.addons.apply import apply
+from sim_cluster.addons.binaries import PROGRAMS, built
 
 NAMESPACE = "gateway"
 NAME = "envoy"

@@ -1,5 +1,5 @@
 """What the add-ons' images run in the simulated kubelet: ``python -m
-nemotron_sim.addons.programs NAME ARGS...`` with the container's args.
+sim_cluster.addons.programs NAME ARGS...`` with the container's args.
 
 A process pod has no mount namespace and shares one network namespace with every other pod, so
 each real binary is started with the paths of its mounts (``NEMOTRON_SIM_MOUNTS``) and its pod's
@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from nemotron_sim.addons.binaries import built
+from sim_cluster.addons.binaries import built
 
 # The simulated kubelet's variables (nemotron_sim/kubelet/podfiles.py MOUNTS_ENV,
 # process_runner.py POD_IP_ENV; a unit test checks they agree). Not imported: a program's start
@@ -325,11 +325,11 @@ def main(argv: Sequence[str]) -> None:
     elif name == "config-reloader":
         config_reloader(args)
     elif name == "gateway":
-        from nemotron_sim.addons import gateway_program  # noqa: PLC0415 (it imports this module)
+        from sim_cluster.addons import gateway_program  # noqa: PLC0415 (it imports this module)
 
         gateway_program.main(args)
     else:
-        sys.exit(f"nemotron_sim.addons.programs: unknown program {name!r}")
+        sys.exit(f"sim_cluster.addons.programs: unknown program {name!r}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``python -m nemotron_sim.checkpoints DIR [--kind K] [--mtp] [--seed N]``: write a tiny
+"""``python -m sim_cluster.checkpoints DIR [--kind K] [--mtp] [--seed N]``: write a tiny
 checkpoint into DIR and print its spec.model.architecture as JSON (run it with the engine's
 Python, hack/build-vllm-cpu.sh). ``--deployment FILE --claims-root DIR`` writes it where that
 NemotronDeployment's spec.model.source.pvc points in a simulated cluster (claims-root/namespace/
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from nemotron_sim.checkpoints.placement import checkpoint_dir
-from nemotron_sim.checkpoints.tiny import KINDS, write
+from sim_cluster.checkpoints.placement import checkpoint_dir
+from sim_cluster.checkpoints.tiny import KINDS, write
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nemotron_sim.checkpoints")
+    parser = argparse.ArgumentParser(prog="python -m sim_cluster.checkpoints")
     parser.add_argument("directory", nargs="?", type=Path)
     parser.add_argument("--kind", choices=KINDS, default="scripted")
     parser.add_argument("--mtp", action="store_true", help="add one MTP layer")

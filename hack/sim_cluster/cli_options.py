@@ -1,4 +1,4 @@
-"""The command-line options of ``python -m nemotron_sim``: nodes, kubeconfig, pod timings and
+"""The command-line options of ``python -m sim_cluster``: nodes, kubeconfig, pod timings and
 the image → program mapping."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim import addons as neighbours
 from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
-from nemotron_sim.controlplane import ControlPlaneError
-from nemotron_sim.controlplane.flags import Settings
-from nemotron_sim.karpenter.running import KarpenterOptions
 from nemotron_sim.kubelet.images import parse_mapping
-from nemotron_sim.kubelet.real_engine import ENGINES, engine_mappings
-from nemotron_sim.lws import build_dir
+from sim_cluster import addons as neighbours
+from sim_cluster.controlplane import ControlPlaneError
+from sim_cluster.controlplane.flags import Settings
+from sim_cluster.karpenter.running import KarpenterOptions
+from sim_cluster.lws import build_dir
+from sim_cluster.real_engine import ENGINES, engine_mappings
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from nemotron_sim.controlplane.network import (
+from sim_cluster.controlplane.network import (
     API_PORT,
     CONTROLLER_MANAGER_PORT,
     DNS_DOMAIN,

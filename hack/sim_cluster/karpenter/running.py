@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.controlplane.processes import Component, wait_healthy
-from nemotron_sim.karpenter.adopt import NodeAdopter
-from nemotron_sim.karpenter.process import apply_node_class, build, component
-from nemotron_sim.thirdparty import install_crds
+from sim_cluster.controlplane.processes import Component, wait_healthy
+from sim_cluster.karpenter.adopt import NodeAdopter
+from sim_cluster.karpenter.process import apply_node_class, build, component
+from sim_cluster.thirdparty import install_crds
 
 if TYPE_CHECKING:
-    from nemotron_sim.kubecluster import KubeCluster
+    from sim_cluster.kubecluster import KubeCluster
 
 _START_SECONDS = 60.0
 

@@ -1,4 +1,4 @@
-"""``python -m nemotron_sim``: run the simulated GPU cluster on a real control plane until stopped.
+"""``python -m sim_cluster``: run the simulated GPU cluster on a real control plane until stopped.
 
 Real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (``hack/build-controlplane.sh``
 builds them). Simulated: GPU nodes, their kubelets (containers as local processes, ``vllm serve``
@@ -20,17 +20,18 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nemotron_sim import addons, netns
+from nemotron_sim import netns
 from nemotron_sim.agents.node_objects import NodeSpecError, parse_node_spec
-from nemotron_sim.cli_options import add_cluster_options, check_cluster_options, pod_options
-from nemotron_sim.controlplane.binaries import MissingBinariesError, bin_dir
+from sim_cluster import addons
+from sim_cluster.cli_options import add_cluster_options, check_cluster_options, pod_options
+from sim_cluster.controlplane.binaries import MissingBinariesError, bin_dir
 
 READY_LINE = "SIMULATED cluster ready"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m nemotron_sim",
+        prog="python -m sim_cluster",
         description="Run a simulated GPU cluster on a real Kubernetes control plane (etcd, "
         "kube-apiserver, kube-controller-manager, kube-scheduler) in a network namespace of "
         "its own, until SIGINT/SIGTERM. Nodes, kubelets, containers and vLLM are simulated.",
@@ -45,7 +46,7 @@ def _say(text: str) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    from nemotron_sim.kubecluster import KubeCluster  # noqa: PLC0415 (after the namespace)
+    from sim_cluster.kubecluster import KubeCluster  # noqa: PLC0415 (after the namespace)
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -104,12 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_cluster_options(args)
         bin_dir()
     except (NodeSpecError, ValueError, MissingBinariesError, addons.MissingAddonError) as error:
-        sys.stderr.write(f"python -m nemotron_sim: {error}\n")
+        sys.stderr.write(f"python -m sim_cluster: {error}\n")
         return 2
     try:
         netns.enter()  # before any thread: everything started from here on is inside
     except (netns.NamespaceError, OSError) as error:
-        sys.stderr.write(f"python -m nemotron_sim: {error}\n")
+        sys.stderr.write(f"python -m sim_cluster: {error}\n")
         return 3
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -33,7 +33,7 @@ MODULES = {name: line.split("|")[1] for name, line in LINES.items()}
 
 
 # What an add-on's image runs in the simulated kubelet (programs.py, with the program's name)
-PROGRAMS = (sys.executable, "-m", "nemotron_sim.addons.programs")
+PROGRAMS = (sys.executable, "-m", "sim_cluster.addons.programs")
 
 
 class MissingAddonError(RuntimeError):

@@ -17,10 +17,10 @@ import signal
 import subprocess
 from pathlib import Path
 
-from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
-from nemotron_sim.controlplane.pki import Authority
-from nemotron_sim.realnodes import config
-from nemotron_sim.realnodes.config import RealNodeSpec
+from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
+from sim_cluster.controlplane.pki import Authority
+from sim_cluster.realnodes import config
+from sim_cluster.realnodes.config import RealNodeSpec
 
 _CGROUP_ROOT = Path("/sys/fs/cgroup")
 

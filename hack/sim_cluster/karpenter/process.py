@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.kube.transport import APPLY, Transport
-from nemotron_sim.controlplane.processes import Component, tail
-from nemotron_sim.karpenter.catalog import instance_types
 from nemotron_sim.kubeapi.resources import ResourceKey
+from sim_cluster.controlplane.processes import Component, tail
+from sim_cluster.karpenter.catalog import instance_types
 
 _ROOT = Path(__file__).resolve().parents[3]
 RECIPE = _ROOT / "hack" / "karpenter"

@@ -1,6 +1,6 @@
 """Optional cluster add-ons: real neighbours of the operator, built from their Go modules by
 ``hack/build-addons.sh`` and run in the simulated cluster as pods (``KubeCluster(addons=...)``,
-``python -m nemotron_sim --addons monitoring,keda``).
+``python -m sim_cluster --addons monitoring,keda``).
 
 - ``monitoring``: the Prometheus Operator and the Prometheus it runs (monitoring.py).
 - ``keda``: KEDA's operator (keda.py).
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nemotron_sim.addons.binaries import MissingAddonError, built
+from sim_cluster.addons.binaries import MissingAddonError, built
 
 if TYPE_CHECKING:
     from nemotron_operator.kube.transport import Transport
@@ -75,4 +75,4 @@ async def install(api: Transport, names: Iterable[str]) -> None:
 def _module(name: str) -> Any:
     """The add-on's module, imported when needed: the programs its pods run import this
     package, and start faster without the operator's client (a probe's window is short)."""
-    return importlib.import_module(f"nemotron_sim.addons.{name}")
+    return importlib.import_module(f"sim_cluster.addons.{name}")

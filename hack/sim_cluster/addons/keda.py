@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons.apply import apply, in_namespace, load
-from nemotron_sim.addons.binaries import PROGRAMS, built
-from nemotron_sim.controlplane.pki import Authority
+from sim_cluster.addons.apply import apply, in_namespace, load
+from sim_cluster.addons.binaries import PROGRAMS, built
+from sim_cluster.controlplane.pki import Authority
 
 NAMESPACE = "keda"
 KEDAORG_CERTS = "kedaorg-certs"

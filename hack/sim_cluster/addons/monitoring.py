@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons.apply import apply, in_namespace, load
-from nemotron_sim.addons.binaries import PROGRAMS, built
+from sim_cluster.addons.apply import apply, in_namespace, load
+from sim_cluster.addons.binaries import PROGRAMS, built
 
 NAMESPACE = "monitoring"
 PROMETHEUS = "prometheus"  # the Prometheus resource, its ServiceAccount and ClusterIP Service

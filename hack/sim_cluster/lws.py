@@ -25,9 +25,9 @@ from typing import Any
 import yaml
 
 from nemotron_operator.kube.transport import APPLY, Transport
-from nemotron_sim.controlplane import ControlPlane, ControlPlaneError
-from nemotron_sim.controlplane.processes import Component, tail, wait_healthy
 from nemotron_sim.kubeapi.resources import ResourceKey
+from sim_cluster.controlplane import ControlPlane, ControlPlaneError
+from sim_cluster.controlplane.processes import Component, tail, wait_healthy
 
 _ROOT = Path(__file__).resolve().parents[2]
 RECIPE = _ROOT / "hack" / "lws"

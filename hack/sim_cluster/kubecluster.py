@@ -27,11 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.addons import COMPONENTS as ADDON_COMPONENTS
-from nemotron_sim.addons import crds as addon_crds
-from nemotron_sim.addons import install as install_addons
-from nemotron_sim.addons import programs as addon_programs
-from nemotron_sim.agents.kubelet_api import KubeletApi
+from nemotron_sim.agents.kubelet_api import KUBELET_PORT, KubeletApi
 from nemotron_sim.agents.node_objects import (
     DEFAULT_NODES,
     build_nodes,
@@ -44,18 +40,7 @@ from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
 from nemotron_sim.agents.resource_slices import RESOURCE_CLAIMS, RESOURCE_SLICES, publish
 from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
 from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
-from nemotron_sim.controlplane import ControlPlane, flags
-from nemotron_sim.controlplane.binaries import crd_dir, recipe_versions
-from nemotron_sim.controlplane.kubeconfig import kubeconfig, write_kubeconfig
-from nemotron_sim.controlplane.network import (
-    API_PORT,
-    KUBELET_PORT,
-    MAX_NODES,
-    PROXY_HTTP_PORT,
-    node_cidr_mask_size,
-)
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
-from nemotron_sim.karpenter.running import Karpenter, KarpenterOptions
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
@@ -66,13 +51,27 @@ from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
-from nemotron_sim.lws import LeaderWorkerSetAddon
-from nemotron_sim.realnodes import RealNodes, RealNodeSpec, unavailable
-from nemotron_sim.thirdparty import install_crds
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
+from sim_cluster.addons import COMPONENTS as ADDON_COMPONENTS
+from sim_cluster.addons import crds as addon_crds
+from sim_cluster.addons import install as install_addons
+from sim_cluster.addons import programs as addon_programs
+from sim_cluster.controlplane import ControlPlane, flags
+from sim_cluster.controlplane.binaries import crd_dir, recipe_versions
+from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
+from sim_cluster.controlplane.network import (
+    API_PORT,
+    MAX_NODES,
+    PROXY_HTTP_PORT,
+    node_cidr_mask_size,
+)
+from sim_cluster.karpenter.running import Karpenter, KarpenterOptions
+from sim_cluster.lws import LeaderWorkerSetAddon
+from sim_cluster.realnodes import RealNodes, RealNodeSpec, unavailable
+from sim_cluster.thirdparty import install_crds
 
-log = logging.getLogger("nemotron_sim")
+log = logging.getLogger("sim_cluster")
 ADDONS = ("lws", *ADDON_COMPONENTS)  # controllers of other projects the cluster can run (real ones)
 MIRRORED = (
     NODES, PODS, SECRETS, CONFIGMAPS, SERVICEACCOUNTS, SERVICES, ENDPOINT_SLICES, CLAIMS, VOLUMES,
@@ -115,10 +114,10 @@ class KubeCluster:
         """``crds``: CRD files installed before kube-controller-manager starts (its garbage
         collector finds their types at once instead of at its next 30 s discovery).
         ``karpenter``: run Karpenter (kwok provider) too; its nodes become simulated nodes.
-        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``nemotron_sim.lws``);
-        ``monitoring``, ``keda`` and ``gateway`` real neighbours as pods (``nemotron_sim.addons``).
+        ``addons``: ``lws`` runs the real LeaderWorkerSet controller (``sim_cluster.lws``);
+        ``monitoring``, ``keda`` and ``gateway`` real neighbours as pods (``sim_cluster.addons``).
         ``real_nodes``: that many nodes (system nodes first, then GPU nodes) run a real kubelet
-        and containerd (nemotron_sim.realnodes) when this machine can; ``real_node_note`` says
+        and containerd (sim_cluster.realnodes) when this machine can; ``real_node_note`` says
         why not otherwise, and the simulated kubelet runs them."""
         unknown = sorted(set(addons) - set(ADDONS))
         if unknown:
@@ -261,7 +260,7 @@ class KubeCluster:
         self.started_seconds = loop.time() - began
 
     async def _install_addons(self, lap: Callable[[str], None]) -> None:
-        """The real neighbours as pods (nemotron_sim.addons), once the nodes are up."""
+        """The real neighbours as pods (sim_cluster.addons), once the nodes are up."""
         if self.addons.names and self.api is not None:
             await install_addons(self.api, self.addons.names)
             lap("add-ons applied")

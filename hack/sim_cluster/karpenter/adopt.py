@@ -20,15 +20,15 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from nemotron_sim.agents.kubelet_api import KUBELET_PORT
 from nemotron_sim.agents.node_objects import gfd_labels, gpu_facts, ready_conditions
 from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
-from nemotron_sim.controlplane.network import KUBELET_PORT
-from nemotron_sim.karpenter.catalog import gpus_of, instance_type
 from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
+from sim_cluster.karpenter.catalog import gpus_of, instance_type
 
-log = logging.getLogger("nemotron_sim.karpenter")
+log = logging.getLogger("sim_cluster.karpenter")
 PROVIDER_PREFIX = "kwok://"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 

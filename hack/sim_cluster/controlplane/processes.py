@@ -22,7 +22,7 @@ from pathlib import Path
 
 import aiohttp
 
-log = logging.getLogger("nemotron_sim.controlplane")
+log = logging.getLogger("sim_cluster.controlplane")
 _PR_SET_PDEATHSIG = 1
 _POLL = 0.1
 _STOP_GRACE = 10.0

@@ -1,0 +1,12 @@
+"""The simulated GPU cluster the tests, the demo and the benchmarks run on.
+
+Real: etcd, kube-apiserver, kube-controller-manager and kube-scheduler, built from Kubernetes' Go
+modules (:mod:`sim_cluster.controlplane`), and the real neighbours the operator talks to when a
+test asks for them — Karpenter, LeaderWorkerSet, Prometheus, KEDA, the endpoint picker with
+Envoy, real kubelets with containerd (:mod:`sim_cluster.karpenter`, :mod:`sim_cluster.lws`,
+:mod:`sim_cluster.addons`, :mod:`sim_cluster.realnodes`) and tiny real checkpoints for vLLM's CPU
+build (:mod:`sim_cluster.checkpoints`). Simulated: everything of :mod:`nemotron_sim` (the GPU
+nodes, the kubelets, the stand-in vLLM, the fault proxy), which :mod:`sim_cluster.kubecluster`
+composes with the rest. It is test tooling, not the product: it lives under ``hack/`` and the
+operator's package never imports it.
+"""

@@ -59,7 +59,6 @@ sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "hack")]
 
 import yaml  # noqa: E402
 
-from nemotron_sim import netns  # noqa: E402  (the only simulator module imported here)
 from opbench import profile, report, serverside  # noqa: E402
 from opbench.api import Client, bounded, not_bench  # noqa: E402
 from opbench.collector import Collector, Key  # noqa: E402
@@ -76,6 +75,7 @@ from opbench.workload import (  # noqa: E402
     layout,
     manifest,
 )
+from sim_cluster import netns  # noqa: E402  (the only simulated-cluster module imported here)
 
 DEFAULT_OPERATOR = "{python} -m nemotron_operator.cli run"
 # Loopback and free ports: other processes on the machine may hold the defaults (8080, 8081).

@@ -53,9 +53,9 @@ esac
 # Installed before entering the namespace (nothing is downloaded inside it).
 if [ "$ENGINE" = "vllm" ]; then "$ROOT/hack/build-vllm-cpu.sh"; fi
 # The rest runs inside a network namespace of its own, where the cluster's 10.x addresses are
-# local (python -m nemotron_sim.netns; the shell is re-run there).
+# local (python -m sim_cluster.netns; the shell is re-run there).
 if [ "${NEMOTRON_SIM_NETNS:-}" != "1" ]; then
-  exec "$PY" -m nemotron_sim.netns -- bash "$0" "$@"
+  exec "$PY" -m sim_cluster.netns -- bash "$0" "$@"
 fi
 DEMO_START=$SECONDS
 

@@ -14,7 +14,7 @@ PID_FILE="$KUBECONFIG_PATH.pid"
 PID="$(cat "$PID_FILE")"
 kill -0 "$PID" 2>/dev/null || { echo "sim-exec: the cluster (PID $PID) is not running" >&2; exit 2; }
 [ "$#" -gt 0 ] || set -- "${SHELL:-bash}"
-exec "$PY" -m nemotron_sim.netns --join "$PID" -- env KUBECONFIG="$KUBECONFIG_PATH" \
+exec "$PY" -m sim_cluster.netns --join "$PID" -- env KUBECONFIG="$KUBECONFIG_PATH" \
   KUBECACHEDIR="$(dirname "$KUBECONFIG_PATH")/kubecache" \
   HELM_CACHE_HOME="$(dirname "$KUBECONFIG_PATH")/helm/cache" \
   HELM_CONFIG_HOME="$(dirname "$KUBECONFIG_PATH")/helm/config" \

@@ -1,6 +1,6 @@
 """Shared fixtures for every tier.
 
-The whole test session runs in a network namespace of its own (``nemotron_sim.netns``), entered
+The whole test session runs in a network namespace of its own (``sim_cluster.netns``), entered
 before pytest starts any thread: the simulated cluster's real control plane, nodes, pods and
 Services get private 10.x addresses that are local there, and nothing a test starts can reach
 outside it. Tests that never start a cluster are unaffected (loopback works as before).
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
-from nemotron_sim import netns
+from sim_cluster import netns
 
 if TYPE_CHECKING:
     from tests.kube import ClusterPool, KubeHandle

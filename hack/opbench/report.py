@@ -364,7 +364,7 @@ def run_benchmark(
     """Enter a network namespace of our own (before any thread starts: the cluster and this
     client share it, where the cluster's 10.x addresses are local and nothing outside can reach
     them), run, print, and write the JSON if asked; the exit code."""
-    from nemotron_sim import netns  # noqa: PLC0415 (the only simulator module a benchmark uses)
+    from sim_cluster import netns  # noqa: PLC0415 (the only simulated-cluster module it uses)
 
     try:
         netns.enter()

@@ -4,7 +4,7 @@ Real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (``hack/buil
 builds them). Simulated: GPU nodes, their kubelets (containers as local processes, ``vllm serve``
 as a stand-in vLLM), the service proxy, the volume provisioner. Everything runs in a network
 namespace of its own (entered here unless already inside one), so nothing it serves is
-reachable from outside; ``python -m nemotron_sim.netns --join PID -- COMMAND`` runs a command
+reachable from outside; ``python -m sim_cluster.netns --join PID -- COMMAND`` runs a command
 inside it (``hack/sim-exec.sh``). Writes the admin kubeconfig and, beside it, ``<kubeconfig>.pid``
 (this process). Stops on SIGINT or SIGTERM.
 """
@@ -20,9 +20,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nemotron_sim import netns
 from nemotron_sim.agents.node_objects import NodeSpecError, parse_node_spec
-from sim_cluster import addons
+from sim_cluster import addons, netns
 from sim_cluster.cli_options import add_cluster_options, check_cluster_options, pod_options
 from sim_cluster.controlplane.binaries import MissingBinariesError, bin_dir
 
@@ -89,7 +88,7 @@ async def serve(args: argparse.Namespace) -> None:
                 else None
             )
             _say(f"  claims:     {claims}  (a claim's files: NAMESPACE/CLAIM below it)")
-        _say(f"  commands inside: python -m nemotron_sim.netns --join {os.getpid()} -- kubectl "
+        _say(f"  commands inside: python -m sim_cluster.netns --join {os.getpid()} -- kubectl "
              "get nodes   (hack/sim-exec.sh)")  # fmt: skip
         _say(f"{READY_LINE}; stop with Ctrl-C (SIGINT) or SIGTERM.")
         try:

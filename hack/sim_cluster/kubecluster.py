@@ -5,7 +5,7 @@ Go modules), so server-side apply, RBAC, admission, the StatefulSet, Deployment,
 and garbage-collector controllers, node lifecycle and scheduling are Kubernetes' own.
 Simulated: the GPU nodes (Node objects and their Lease heartbeat), the kubelets (containers
 run as local processes or as in-process stand-in vLLMs), the service proxy, the volume
-provisioner, and vLLM. Everything lives in the network namespace of ``nemotron_sim.netns``.
+provisioner, and vLLM. Everything lives in the network namespace of ``sim_cluster.netns``.
 
 ```python
 netns.enter()                                      # before any thread starts

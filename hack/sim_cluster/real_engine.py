@@ -5,7 +5,7 @@ the environment ``hack/build-vllm-cpu.sh`` builds) the kubelet runs every contai
 image (``vllm/vllm-openai``, any tag) as a real process instead of the stand-in: the operator's
 rendered command, args and environment unchanged, the image's ``vllm`` executable being that
 environment's vLLM (``python -m vllm.entrypoints.cli.main``), the container's volumes at their
-``mountPath`` (nemotron_sim/kubelet/container_root.py). Probes, logs, restarts and the crash
+``mountPath`` (sim_cluster/container_root.py). Probes, logs, restarts and the crash
 back-off are those of every process container (nemotron_sim/kubelet/process_runner.py). Where
 the rendered command cannot run on the CPU build, the container fails as it would on a
 cluster: the simulator rewrites no flag.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 ENGINES = ("stand-in", "vllm")
 VLLM_IMAGE_REPOSITORY = "vllm/vllm-openai"
-_LAUNCHER = (sys.executable, "-m", "nemotron_sim.kubelet.container_root")
+_LAUNCHER = (sys.executable, "-m", "sim_cluster.container_root")
 
 
 def vllm_program(python: Path) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from types import TracebackType
 
 import aiohttp
 
-from nemotron_sim import netns
+from sim_cluster import netns
 from sim_cluster.controlplane import flags
 from sim_cluster.controlplane.binaries import bin_dir
 from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
@@ -70,8 +70,8 @@ class ControlPlane:
         if not netns.local_range_works():
             raise ControlPlaneError(
                 "the control plane needs the simulated cluster's network namespace (10.0.0.0/8 "
-                "local): run inside `python -m nemotron_sim.netns -- ...` or call "
-                "nemotron_sim.netns.enter() first"
+                "local): run inside `python -m sim_cluster.netns -- ...` or call "
+                "sim_cluster.netns.enter() first"
             )
         self._tempdir = None if workdir is not None else tempfile.mkdtemp(prefix="nemotron-cp-")
         self.layout = flags.Layout(Path(workdir or self._tempdir or "."))

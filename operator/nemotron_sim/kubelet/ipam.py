@@ -1,6 +1,6 @@
 """Pod IPs from a node's pod CIDR, as a CNI's host-local IPAM hands them out.
 
-The cluster's network namespace routes all of 10.0.0.0/8 to ``lo`` (:mod:`nemotron_sim.netns`),
+The cluster's network namespace routes all of 10.0.0.0/8 to ``lo`` (:mod:`sim_cluster.netns`),
 so any address of a node's ``spec.podCIDR`` can be bound without setup. When a bind still finds
 an address taken, the caller asks again.
 """

@@ -33,7 +33,8 @@ from nemotron_sim.kubelet.probes import ProbeCounter, ProbeSpec, probe_once
 from nemotron_sim.kubelet.process import ContainerProcess
 
 POD_IP_ENV = "NEMOTRON_SIM_POD_IP"
-PORTS_ENV = "NEMOTRON_SIM_PORTS"  # the container's containerPorts, JSON (container_root.py)
+# the container's containerPorts, JSON (read by sim_cluster/container_root.py)
+PORTS_ENV = "NEMOTRON_SIM_PORTS"
 OPERATOR_BIND_ENV = "NEMOTRON_OPERATOR_BIND_ADDRESS"
 _PASSED_THROUGH = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "LC_ALL", "TMPDIR")
 # (reason, message, warning) → an Event on the pod

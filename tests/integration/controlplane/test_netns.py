@@ -1,4 +1,4 @@
-"""The network namespace the simulated cluster lives in (nemotron_sim.netns)."""
+"""The network namespace the simulated cluster lives in (sim_cluster.netns)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ with socket.socket() as s:
 def test_a_new_namespace_has_only_loopback_and_the_local_range() -> None:
     env = {k: v for k, v in os.environ.items() if k != "NEMOTRON_SIM_NETNS"}
     result = subprocess.run(
-        [sys.executable, "-m", "nemotron_sim.netns", "--", sys.executable, "-c", PROBE],
+        [sys.executable, "-m", "sim_cluster.netns", "--", sys.executable, "-c", PROBE],
         capture_output=True, text=True, env=env, timeout=30, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -46,7 +46,7 @@ def test_the_test_session_itself_runs_inside_one() -> None:
 
 def test_joining_a_running_namespace() -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-m", "nemotron_sim.netns", "--", "sleep", "30"],
+        [sys.executable, "-m", "sim_cluster.netns", "--", "sleep", "30"],
         env={k: v for k, v in os.environ.items() if k != "NEMOTRON_SIM_NETNS"},
     )
     try:
@@ -56,7 +56,7 @@ def test_joining_a_running_namespace() -> None:
                 break
             subprocess.run(["sleep", "0.05"], check=True)
         joined = subprocess.run(
-            [sys.executable, "-m", "nemotron_sim.netns", "--join", str(holder.pid), "--",
+            [sys.executable, "-m", "sim_cluster.netns", "--join", str(holder.pid), "--",
              sys.executable, "-c", probe],
             capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip

@@ -32,7 +32,7 @@ def test_the_rendered_command_runs_unchanged_on_the_engine_python(tmp_path: Path
     assert programs.runs(RENDERED)
     assert programs.runs({"image": "vllm/vllm-openai@sha256:ab"})
     argv = programs.argv(RENDERED, ["vllm", "serve"], ["/models/m", "--port", "8000"])
-    launcher = [sys.executable, "-m", "nemotron_sim.kubelet.container_root"]
+    launcher = [sys.executable, "-m", "sim_cluster.container_root"]
     cli = [str(python), "-m", "vllm.entrypoints.cli.main"]
     assert argv == [*launcher, *cli, "serve", "/models/m", "--port", "8000"]
     # without a command: the image's entrypoint, `vllm serve`
@@ -79,7 +79,7 @@ def test_volumes_appear_at_their_mount_paths_and_nothing_leaks_out(tmp_path: Pat
     work = tmp_path / "work"
     work.mkdir()
     done = subprocess.run(
-        [sys.executable, "-m", "nemotron_sim.kubelet.container_root", sys.executable, "-c",
+        [sys.executable, "-m", "sim_cluster.container_root", sys.executable, "-c",
          script],
         env=env, cwd=work, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -109,7 +109,7 @@ def test_the_container_binds_every_address_in_its_own_namespace_reached_at_the_p
             "NEMOTRON_SIM_PORTS": "[18777]",
             "NEMOTRON_SIM_MOUNTS": "{}",
         }
-        argv = [sys.executable, "-m", "nemotron_sim.kubelet.container_root",
+        argv = [sys.executable, "-m", "sim_cluster.container_root",
                 sys.executable, "-c", server, name]  # fmt: skip
         pods.append((ip, subprocess.Popen(argv, env=env, cwd=work, stderr=subprocess.PIPE)))
     try:

@@ -13,7 +13,7 @@ with it (root inside it only). Network namespaces belong to threads: :func:`ente
 before the process starts threads, and everything started afterwards (threads, child
 processes) is inside.
 
-``python -m nemotron_sim.netns [--join PID] -- COMMAND...`` runs a command in a new namespace, or
+``python -m sim_cluster.netns [--join PID] -- COMMAND...`` runs a command in a new namespace, or
 in the namespace of process PID (a running simulated cluster: ``hack/sim-exec.sh``).
 """
 
@@ -160,7 +160,7 @@ def _add_local_route(network: str, prefix: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m nemotron_sim.netns",
+        prog="python -m sim_cluster.netns",
         description="Run COMMAND in a new network namespace where 10.0.0.0/8 is local (or in "
         "the namespace of a running simulated cluster with --join).",
     )
@@ -176,12 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             enter()
     except (NamespaceError, OSError) as error:
-        sys.stderr.write(f"nemotron_sim.netns: {error}\n")
+        sys.stderr.write(f"sim_cluster.netns: {error}\n")
         return 3
     try:
         os.execvp(command[0], command)  # noqa: S606 (the user's command, as given)
     except OSError as error:
-        sys.stderr.write(f"nemotron_sim.netns: cannot run {command[0]}: {error}\n")
+        sys.stderr.write(f"sim_cluster.netns: cannot run {command[0]}: {error}\n")
         return 127
 
 

@@ -1,6 +1,6 @@
 """Run a program as a container runtime would: a network namespace and volumes of its own.
 
-``python -m nemotron_sim.kubelet.container_root PROGRAM [ARGS...]`` (the kubelet puts it in front
+``python -m sim_cluster.container_root PROGRAM [ARGS...]`` (the kubelet puts it in front
 of a real engine's argv, see sim_cluster/real_engine.py):
 
 - **network**: it listens on ``podIP:port`` for each of the container's ports in the cluster's
@@ -12,8 +12,8 @@ of a real engine's argv, see sim_cluster/real_engine.py):
   collide. Nothing in the pod's namespace can reach anything but itself.
 - **files**: in a mount namespace of its own it builds a root — a tmpfs holding every top-level
   entry of this machine's ``/`` bound recursively (the "image" is this machine), then each volume
-  bound at its ``mountPath`` (``NEMOTRON_SIM_MOUNTS``, podfiles.py) — and PROGRAM runs changed
-  into it: ``vllm serve /models/...`` finds the checkpoint the claim holds.
+  bound at its ``mountPath`` (``NEMOTRON_SIM_MOUNTS``, nemotron_sim/kubelet/podfiles.py) — and
+  PROGRAM runs changed into it: ``vllm serve /models/...`` finds the checkpoint the claim holds.
 
 PROGRAM runs as a child with the simulator's ``NEMOTRON_SIM_*`` variables removed; this process
 forwards until it exits and exits with its code (``128 + signal`` if it was killed). The kubelet
@@ -35,7 +35,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from nemotron_sim import netns
+from sim_cluster import netns
 
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
 PORTS_ENV = "NEMOTRON_SIM_PORTS"
@@ -144,7 +144,7 @@ async def forward(listeners: Sequence[socket.socket], target: str, child: int) -
 def main(argv: Sequence[str] | None = None) -> int:
     program = list(sys.argv[1:] if argv is None else argv)
     if not program:
-        sys.stderr.write("usage: python -m nemotron_sim.kubelet.container_root PROGRAM ...\n")
+        sys.stderr.write("usage: python -m sim_cluster.container_root PROGRAM ...\n")
         return 2
     mounts = json.loads(os.environ.get(MOUNTS_ENV) or "{}")
     ports = [int(p) for p in json.loads(os.environ.get(PORTS_ENV) or "[]")]

@@ -3,16 +3,14 @@
 The loop (list in pages, watch from the list's version with bookmarks, re-open, relist on 410 or
 repeated failures) is the operator's :class:`~nemotron_operator.kube.listwatch.ListWatch`, the one
 informer loop of the repository; what differs is what is kept: whole objects, read-only for the
-kubelet, and every change handed to subscribers as a :class:`WatchEvent` with the object before
-it. A relist turns the difference into ADDED/MODIFIED/DELETED events, so a subscriber never misses
-a change. Failures are retried every second (an API server restarting must not leave a kubelet
-behind) and a 404 is retried too.
+kubelet, and every change handed to subscribers as a :class:`WatchEvent`. A relist turns the
+difference into ADDED/MODIFIED/DELETED events, so a subscriber never misses a change. Failures
+are retried every second (an API server restarting must not leave a kubelet behind) and a 404 is
+retried too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -32,21 +30,9 @@ def object_key(obj: dict[str, Any]) -> ObjectKey:
 
 
 class Informer(ListWatch):
-    def __init__(
-        self,
-        api: Transport,
-        key: ResourceKey,
-        *,
-        field_selector: str | None = None,
-        label_selector: str | None = None,
-    ) -> None:
+    def __init__(self, api: Transport, key: ResourceKey) -> None:
         super().__init__(str(key), backoffs=_RETRY_SECONDS, stop_when_not_served=False)
         self.api, self.key = api, key
-        self._params: dict[str, str] = {}
-        if field_selector:
-            self._params["fieldSelector"] = field_selector
-        if label_selector:
-            self._params["labelSelector"] = label_selector
         self.objects: dict[ObjectKey, dict[str, Any]] = {}
         self._subscribers: list[Callable[[WatchEvent], None]] = []
 
@@ -55,14 +41,14 @@ class Informer(ListWatch):
         self._subscribers.append(callback)
 
     async def list_objects(self) -> tuple[list[dict[str, Any]], str]:
-        items, version, kind = await self.api.list_pages(self.key.path(), self._params)
+        items, version, kind = await self.api.list_pages(self.key.path())
         for item in items:
             item.setdefault("apiVersion", self.key.api_version)
             item.setdefault("kind", kind)
         return items, version
 
     def watch_events(self, version: str) -> AsyncIterator[dict[str, Any]]:
-        params = {**self._params, "resourceVersion": version, "allowWatchBookmarks": "true"}
+        params = {"resourceVersion": version, "allowWatchBookmarks": "true"}
         return self.api.watch(self.key.path(), params, timeout_seconds=WATCH_SECONDS)
 
     def take_list(self, items: list[dict[str, Any]]) -> None:
@@ -74,7 +60,7 @@ class Informer(ListWatch):
             if before is None:
                 self._emit(WatchEvent("ADDED", self.key, obj))
             elif _version(before) != _version(obj):
-                self._emit(WatchEvent("MODIFIED", self.key, obj, old=before))
+                self._emit(WatchEvent("MODIFIED", self.key, obj))
         for name, obj in old.items():
             if name not in found:
                 self._emit(WatchEvent("DELETED", self.key, obj))
@@ -85,9 +71,8 @@ class Informer(ListWatch):
             self.objects.pop(name, None)
             self._emit(WatchEvent("DELETED", self.key, obj))
         else:
-            before = self.objects.get(name)
             self.objects[name] = obj
-            self._emit(WatchEvent(kind, self.key, obj, old=before))
+            self._emit(WatchEvent(kind, self.key, obj))
 
     def _emit(self, event: WatchEvent) -> None:
         for callback in self._subscribers:
@@ -99,11 +84,3 @@ class Informer(ListWatch):
 
 def _version(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion", ""))
-
-
-async def stop_all(tasks: list[asyncio.Task[None]]) -> None:
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

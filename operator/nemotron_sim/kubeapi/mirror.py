@@ -9,13 +9,14 @@ from informers too) and writes that do not block it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.kubeapi.informer import Informer, stop_all
+from nemotron_sim.kubeapi.informer import Informer
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 from nemotron_sim.kubeapi.writes import Write, WriteQueue
 
@@ -41,7 +42,11 @@ class Mirror:
             await asyncio.gather(*waits)
 
     async def stop(self) -> None:
-        await stop_all(self._tasks)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         self._tasks = []
         await self.writes.stop()
 

@@ -69,5 +69,3 @@ class WatchEvent:
     type: str
     key: ResourceKey
     obj: dict[str, Any]
-    rv: int = 0
-    old: dict[str, Any] | None = None  # the object before a MODIFIED change (read-only)

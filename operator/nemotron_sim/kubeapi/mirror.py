@@ -1,17 +1,15 @@
 """The simulated nodes' view of the cluster: informers' caches to read, a write queue to write.
 
-It offers the small part of a store that the simulated kubelet uses (``peek``/``get``/``scan``
-to read, ``merge_patch``/``delete``/``create`` to write), so the kubelet reads and writes
-kube-apiserver through reads from watch caches (a kubelet reads its pods, Secrets and ConfigMaps
-from informers too) and writes that do not block it.
+It offers the small part of a store that the simulated kubelet uses (``peek``/``scan`` to read,
+``merge_patch``/``delete``/``create`` to write), so the kubelet reads and writes kube-apiserver
+through reads from watch caches (a kubelet reads its pods, Secrets and ConfigMaps from informers
+too) and writes that do not block it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,7 +18,6 @@ from nemotron_sim.kubeapi.informer import Informer
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
 from nemotron_sim.kubeapi.writes import Write, WriteQueue
 
-log = logging.getLogger("nemotron_sim.kubeapi")
 _SYNC_SECONDS = 60.0
 
 
@@ -65,10 +62,6 @@ class Mirror:
     def peek(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._cache(key).get((namespace or "" if key.namespaced else "", name))
 
-    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
-        found = self.peek(key, namespace, name)
-        return None if found is None else copy.deepcopy(found)
-
     def scan(
         self,
         key: ResourceKey,
@@ -96,11 +89,10 @@ class Mirror:
         patch: dict[str, Any],
         *,
         subresource: str | None = None,
-        copy: bool = True,
     ) -> None:
         self.writes.submit(Write("PATCH", key, namespace, name, patch, subresource))
 
-    def create(self, key: ResourceKey, obj: dict[str, Any], *, copy: bool = True) -> None:
+    def create(self, key: ResourceKey, obj: dict[str, Any]) -> None:
         md = obj.get("metadata") or {}
         self.writes.submit(Write("POST", key, md.get("namespace"), str(md.get("name", "")), obj))
 

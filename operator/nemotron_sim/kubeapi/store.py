@@ -12,9 +12,6 @@ class ObjectStore(Protocol):
     def peek(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
         """The current object, read-only (no copy)."""
 
-    def get(self, key: ResourceKey, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """A copy of the current object."""
-
     def scan(self, key: ResourceKey, namespace: str | None = None) -> list[dict[str, Any]]:
         """The objects of a kind (in one namespace), read-only."""
 
@@ -26,10 +23,9 @@ class ObjectStore(Protocol):
         patch: dict[str, Any],
         *,
         subresource: str | None = None,
-        copy: bool = True,
     ) -> object: ...
 
-    def create(self, key: ResourceKey, obj: dict[str, Any], *, copy: bool = True) -> object: ...
+    def create(self, key: ResourceKey, obj: dict[str, Any]) -> object: ...
 
     def delete(
         self,

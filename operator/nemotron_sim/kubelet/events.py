@@ -59,7 +59,7 @@ class EventRecorder:
             name, count = existing
             patch = {"count": count + 1, "lastTimestamp": now}
             # Queued: a write the API refuses (the Event expired) is logged by the write queue.
-            self._store.merge_patch(EVENTS, namespace, name, patch, copy=False)
+            self._store.merge_patch(EVENTS, namespace, name, patch)
             self._seen[fingerprint] = (name, count + 1)
             return
         name = f"{involved_object['name']}.{secrets.token_hex(8)}"

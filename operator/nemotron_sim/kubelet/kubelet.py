@@ -403,7 +403,6 @@ class Kubelet:
             running.name,
             {"status": status},
             subresource="status",
-            copy=False,
         )
 
     def _record(self, running: _RunningPod, pod: dict[str, Any], reason: str, text: str) -> None:

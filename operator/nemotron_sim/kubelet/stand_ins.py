@@ -165,7 +165,7 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 def node_gpu_product(store: ObjectStore, node_name: str | None) -> str | None:
     """The node's GPU product (its label, or its DRA devices'): the stand-in vLLM "profiles"
     that GPU."""
-    node = store.get(NODES, None, node_name) if node_name else None
+    node = store.peek(NODES, None, node_name) if node_name else None
     labels = ((node or {}).get("metadata") or {}).get("labels") or {}
     product = labels.get(GPU_PRODUCT_LABEL) or (node_name and dra_gpu_product(store, node_name))
     return str(product) if product else None

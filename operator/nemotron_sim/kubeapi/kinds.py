@@ -6,12 +6,7 @@ from nemotron_sim.kubeapi.resources import ResourceKey
 
 NODES = ResourceKey("", "v1", "nodes")
 PODS = ResourceKey("", "v1", "pods")
-SERVICES = ResourceKey("", "v1", "services")
-ENDPOINTS = ResourceKey("", "v1", "endpoints")
 EVENTS = ResourceKey("", "v1", "events")
-CLAIMS = ResourceKey("", "v1", "persistentvolumeclaims")
-STATEFULSETS = ResourceKey("apps", "v1", "statefulsets")
-PDBS = ResourceKey("policy", "v1", "poddisruptionbudgets")
 DEPLOYMENTS = ResourceKey("apps", "v1", "deployments")
 REPLICASETS = ResourceKey("apps", "v1", "replicasets")
 SECRETS = ResourceKey("", "v1", "secrets")

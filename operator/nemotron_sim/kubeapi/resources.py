@@ -36,13 +36,8 @@ class ResourceKey:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
-    def bucket(self) -> tuple[str, str]:
-        """Storage identity: all versions of one resource share their objects."""
-        return (self.group, self.plural)
-
-    @property
     def namespaced(self) -> bool:
-        return self.bucket not in _CLUSTER_SCOPED
+        return (self.group, self.plural) not in _CLUSTER_SCOPED
 
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None

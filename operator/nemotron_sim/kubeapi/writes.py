@@ -4,7 +4,7 @@ Each write is queued per object and sent in order by a few workers; consecutive 
 of one object (and subresource) waiting in the queue are combined into one, so a burst of
 status changes costs one request, as the kubelet's status manager sends only the latest status.
 A write to an object that is gone (404) is dropped; a refused connection (the API server
-restarting) is retried with back-off for up to ``retry_seconds``.
+restarting) is retried with back-off for up to a minute.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.kube.errors import ApiError
@@ -33,11 +33,6 @@ class Write:
     name: str
     body: dict[str, Any] | None = None
     subresource: str | None = None
-    params: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def target(self) -> tuple[ResourceKey, str, str]:
-        return (self.key, self.namespace or "", self.name)
 
     def path(self) -> str:
         name = None if self.method == "POST" else self.name
@@ -56,15 +51,12 @@ def merge_patches(first: dict[str, Any], second: dict[str, Any]) -> dict[str, An
 
 
 class WriteQueue:
-    def __init__(self, api: Transport, *, retry_seconds: float = _RETRY_SECONDS) -> None:
+    def __init__(self, api: Transport) -> None:
         self.api = api
-        self.retry_seconds = retry_seconds
         self._pending: dict[tuple[ResourceKey, str, str], deque[Write]] = {}
         self._ready: asyncio.Queue[tuple[ResourceKey, str, str]] = asyncio.Queue()
         self._busy: set[tuple[ResourceKey, str, str]] = set()
         self._workers: list[asyncio.Task[None]] = []
-        self.sent = 0
-        self.failed = 0
 
     def start(self) -> None:
         self._workers = [
@@ -78,7 +70,7 @@ class WriteQueue:
         self._workers = []
 
     def submit(self, write: Write) -> None:
-        target = write.target
+        target = (write.key, write.namespace or "", write.name)
         queue = self._pending.setdefault(target, deque())
         last = queue[-1] if queue else None
         if (
@@ -109,23 +101,20 @@ class WriteQueue:
 
     async def _send(self, write: Write) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.retry_seconds
+        deadline = loop.time() + _RETRY_SECONDS
         attempt = 0
         content_type = MERGE if write.method == "PATCH" else JSON
         while True:
             try:
                 await self.api.request(
-                    write.method, write.path(), params=write.params or None, body=write.body,
-                    content_type=content_type,
-                )  # fmt: skip
-                self.sent += 1
+                    write.method, write.path(), body=write.body, content_type=content_type
+                )
                 return
             except ApiError as error:
                 if error.status == 404 or (error.status == 409 and write.method == "POST"):
                     return  # gone, or already there: nothing left to do
                 # Not reached (the API server restarting) or struggling: again until the deadline.
                 if error.status not in (0, 429, 500, 503, 504) or loop.time() >= deadline:
-                    self.failed += 1
                     log.warning("%s %s failed: %s", write.method, write.path(), error)
                     return
             await asyncio.sleep(_BACKOFF[min(attempt, len(_BACKOFF) - 1)])

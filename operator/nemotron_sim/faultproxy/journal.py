@@ -4,7 +4,6 @@ verb and resource (``GET /_sim/requests``, ``GET``/``DELETE /_sim/request-counts
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -37,11 +36,6 @@ class Entry:
             "method": self.method, "path": self.path, "status": self.status, "at": self.at,
             "fault": self.fault, "seconds": self.seconds, "cut": self.cut, "stalled": self.stalled,
         }  # fmt: skip
-
-
-def journal() -> deque[Entry]:
-    """The latest requests, oldest first."""
-    return deque(maxlen=JOURNAL_SIZE)
 
 
 def request_verb(method: str, path: str, *, watch: bool, content_type: str) -> tuple[str, str]:

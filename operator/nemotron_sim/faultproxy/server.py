@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import ssl
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +32,7 @@ import aiohttp
 from aiohttp import web
 
 from nemotron_sim.faultproxy.faults import Fault, FaultInjector
-from nemotron_sim.faultproxy.journal import Entry, RequestCounts, journal
+from nemotron_sim.faultproxy.journal import JOURNAL_SIZE, Entry, RequestCounts
 
 log = logging.getLogger("nemotron_sim.faultproxy")
 # Not forwarded: hop-by-hop headers and what aiohttp sets itself.
@@ -62,7 +62,7 @@ def is_watch(request: web.Request) -> bool:
 
 
 def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.json_response(data, status=status, headers=headers, dumps=json.dumps)
+    return web.json_response(data, status=status, headers=headers)
 
 
 @dataclass
@@ -78,7 +78,7 @@ class FaultProxy:
     def __init__(self, upstream: str, upstream_context: ssl.SSLContext, controls: Controls) -> None:
         self.upstream = upstream.rstrip("/")
         self.faults = FaultInjector(on_outage=self._cut_watches)
-        self.journal = journal()
+        self.journal: deque[Entry] = deque(maxlen=JOURNAL_SIZE)  # the latest requests, oldest first
         self.counts = RequestCounts()
         self.controls = controls
         self._context = upstream_context

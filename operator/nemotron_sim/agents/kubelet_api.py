@@ -49,11 +49,7 @@ class KubeletApi:
         async def container_log(request: web.Request) -> web.StreamResponse:
             return await self._container_log(request, node)
 
-        async def healthz(_: web.Request) -> web.Response:
-            return web.Response(text="ok")
-
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", container_log)
-        app.router.add_get("/healthz", healthz)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, address, KUBELET_PORT, ssl_context=self._context).start()

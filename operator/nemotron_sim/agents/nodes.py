@@ -140,8 +140,6 @@ class NodeAgent:
             async with gate:
                 try:
                     await self._renew(name)
-                except (ApiError, OSError) as error:
-                    log.info("renewing the Lease of %s failed: %s", name, error)
                 except Exception as error:  # noqa: BLE001 - the API server restarting
                     log.info("renewing the Lease of %s failed: %s", name, error)
 

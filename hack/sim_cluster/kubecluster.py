@@ -36,7 +36,7 @@ from nemotron_sim.agents.node_objects import (
     parse_node_spec,
     ready_conditions,
 )
-from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
+from nemotron_sim.agents.nodes import NODES, NodeAgent
 from nemotron_sim.agents.resource_slices import RESOURCE_CLAIMS, RESOURCE_SLICES, publish
 from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
 from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
@@ -44,7 +44,7 @@ from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
-from nemotron_sim.kubelet.events import EventRecorder
+from nemotron_sim.kubelet.events import EventRecorder, now_rfc3339
 from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import CidrPool
 from nemotron_sim.kubelet.kubelet import Kubelet
@@ -302,7 +302,7 @@ class KubeCluster:
             build_system_node(i, self.next_node_ip(), version)
             for i in range(self.node_options.system_nodes)
         ]
-        now = rfc3339()
+        now = now_rfc3339()
         for node in nodes:
             status = node["status"]
             status["conditions"] = ready_conditions(now)

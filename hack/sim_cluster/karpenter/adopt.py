@@ -22,10 +22,11 @@ from typing import Any
 
 from nemotron_sim.agents.kubelet_api import KUBELET_PORT
 from nemotron_sim.agents.node_objects import gfd_labels, gpu_facts, ready_conditions
-from nemotron_sim.agents.nodes import NODES, NodeAgent, rfc3339
+from nemotron_sim.agents.nodes import NODES, NodeAgent
 from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
+from nemotron_sim.kubelet.events import now_rfc3339
 from sim_cluster.karpenter.catalog import gpus_of, instance_type
 
 log = logging.getLogger("sim_cluster.karpenter")
@@ -43,7 +44,7 @@ def booted_status(node: dict[str, Any], internal_ip: str, kubelet_version: str) 
     """The status a kubelet posts for Karpenter's ``node`` once its instance has booted."""
     name = str(node["metadata"]["name"])
     status: dict[str, Any] = {
-        "conditions": ready_conditions(rfc3339()),
+        "conditions": ready_conditions(now_rfc3339()),
         "addresses": [
             {"type": "InternalIP", "address": internal_ip},
             {"type": "Hostname", "address": name},

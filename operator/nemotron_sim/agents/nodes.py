@@ -23,6 +23,7 @@ from nemotron_operator.kube.transport import MERGE, Transport
 from nemotron_sim.agents.node_objects import ready_conditions
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
+from nemotron_sim.kubelet.events import now_rfc3339
 
 log = logging.getLogger("nemotron_sim.nodes")
 NODES = ResourceKey("", "v1", "nodes")
@@ -36,10 +37,6 @@ _CIDR_WAIT = 60.0
 def micro_time(now: datetime | None = None) -> str:
     """A ``MicroTime`` as Leases carry it."""
     return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def rfc3339(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def lease_for(node: dict[str, Any], now: str) -> dict[str, Any]:
@@ -175,7 +172,7 @@ class NodeAgent:
             return
         self._reposting.add(name)
         self.mirror.merge_patch(
-            NODES, None, name, {"status": {"conditions": ready_conditions(rfc3339())}},
+            NODES, None, name, {"status": {"conditions": ready_conditions(now_rfc3339())}},
             subresource="status",
         )  # fmt: skip
         asyncio.get_running_loop().call_later(self.renew_seconds, self._reposting.discard, name)

@@ -267,7 +267,7 @@ class Kubelet:
                 )  # fmt: skip
             else:
                 await asyncio.sleep(self.settings.init_seconds)
-            init.complete(started, now_rfc3339())
+            init.exited(0, "", started, now_rfc3339())
         if runs_to_completion(pod) and not stubs and not self.processes.wants(pod):  # a Job's
             write = lambda: self._write(running, model)  # noqa: E731
             await run_to_completion(
@@ -388,7 +388,9 @@ class Kubelet:
         backoff = self.settings.crash_backoff_seconds
         while True:
             started = now_rfc3339()
-            state.crash(str(error), started, now_rfc3339())
+            # It exits with vLLM's error; the kubelet backs off before the next start.
+            state.exited(1, str(error), started, now_rfc3339())
+            state.wait("CrashLoopBackOff", str(error))
             self._write(running, model)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, CRASH_BACKOFF_CAP_SECONDS)

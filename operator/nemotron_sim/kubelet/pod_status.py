@@ -34,32 +34,6 @@ class ContainerState:
         self.state = {"running": {"startedAt": now}}
         self.started = True
 
-    def complete(self, started_at: str, now: str) -> None:
-        self.state = {
-            "terminated": {
-                "exitCode": 0,
-                "reason": "Completed",
-                "startedAt": started_at,
-                "finishedAt": now,
-            }
-        }
-        self.started = False
-
-    def crash(self, message: str, started_at: str, now: str) -> None:
-        """The process exited with an error; the kubelet backs off before the next start."""
-        self.last_state = {
-            "terminated": {
-                "exitCode": 1,
-                "reason": "Error",
-                "message": message,
-                "startedAt": started_at,
-                "finishedAt": now,
-            }
-        }
-        self.state = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
-        self.ready = False
-        self.started = False
-
     def exited(self, code: int, message: str, started_at: str, now: str) -> None:
         """A process instance ended; ``state.terminated`` until the kubelet acts on it."""
         terminated: dict[str, Any] = {

@@ -30,7 +30,7 @@ def test_status_walks_from_init_to_ready_with_transition_times() -> None:
         "PodScheduled": "True",
     }
     model.init_containers[0].run("t1")
-    model.init_containers[0].complete("t1", "t2")
+    model.init_containers[0].exited(0, "", "t1", "t2")
     model.phase = "Running"
     model.containers[0].run("t2")
     model.containers[0].ready = True
@@ -44,7 +44,9 @@ def test_status_walks_from_init_to_ready_with_transition_times() -> None:
 
 def test_crash_keeps_the_error_and_waits_in_crash_loop_back_off() -> None:
     model = PodModel.for_pod(pod(containers=[{"name": "vllm", "image": "x"}]), "h", "p", "t0")
-    model.containers[0].crash("vllm serve: error: unrecognized arguments: --bogus", "t1", "t1")
+    error = "vllm serve: error: unrecognized arguments: --bogus"
+    model.containers[0].exited(1, error, "t1", "t1")  # as the kubelet's crash loop reports it
+    model.containers[0].wait("CrashLoopBackOff", error)
     status = model.render("t1")["containerStatuses"][0]
     assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert "--bogus" in status["state"]["waiting"]["message"]

@@ -29,10 +29,6 @@ class ContainerProcess:
         self.signals: list[str] = []  # what the kubelet sent, for events and status
 
     @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
-
-    @property
     def running(self) -> bool:
         return self._process is not None and self._process.returncode is None
 

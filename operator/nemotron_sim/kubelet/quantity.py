@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from fractions import Fraction
 from typing import Any
@@ -37,12 +36,7 @@ def parse_quantity(value: Any) -> Fraction:
         raise QuantityError(f"not a quantity: {value!r}")
     if isinstance(value, int | float):
         return Fraction(value)
-    return _parse_text(str(value))
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_text(text: str) -> Fraction:
-    # Cached: the scheduler reads the same few quantities for every pod and node.
+    text = str(value)
     match = _QUANTITY.match(text.strip())
     if match is None or match.group(2) not in _SUFFIXES:
         raise QuantityError(f"not a quantity: {text!r}")

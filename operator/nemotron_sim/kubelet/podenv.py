@@ -162,10 +162,8 @@ def container_env(
     return env
 
 
-def expanded_argv(
-    pod: Mapping[str, Any], container: Mapping[str, Any], env: Mapping[str, str] | None = None
-) -> list[str]:
-    env = container_env(pod, container) if env is None else env
+def expanded_argv(pod: Mapping[str, Any], container: Mapping[str, Any]) -> list[str]:
+    env = container_env(pod, container)
     words = [*(container.get("command") or []), *(container.get("args") or [])]
     return [expand(str(word), env) for word in words]
 

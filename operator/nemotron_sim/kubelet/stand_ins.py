@@ -39,14 +39,13 @@ def stand_in_vllm(
     *,
     gpu_product: str | None,
     caches: CompileCaches,
-    mounts: Mapping[str, str] | None = None,
+    mounts: Mapping[str, str],
 ) -> StubVllm:
     """Raises StubVllmArgumentError when real vLLM would refuse the command line (or a knob in
     the environment is malformed): the container then crash-loops. ``mounts`` (``mountPath`` →
     directory, stand_in_volumes.py) tell it where its volumes are, as ``NEMOTRON_SIM_MOUNTS``."""
     env = container_env(pod, container) | declared_secret_env(container)
-    if mounts is not None:
-        env.setdefault(MOUNTS_ENV, json.dumps(dict(mounts), sort_keys=True))
+    env.setdefault(MOUNTS_ENV, json.dumps(dict(mounts), sort_keys=True))
     bias = env.get(KV_CACHE_BIAS_ENV)
     faults = env.get(OUTPUT_FAULTS_ENV)
     times = StartupTimes(settings.load_seconds, settings.compile_seconds, settings.capture_seconds)

@@ -99,7 +99,7 @@ async def run_init_download(
 async def run_to_completion(
     pod: Mapping[str, Any],
     model: PodModel,
-    volumes: StandInVolumes | None,
+    volumes: StandInVolumes,
     write: Callable[[], None],
     seconds: float,
 ) -> None:
@@ -112,7 +112,7 @@ async def run_to_completion(
         state.run(started)
         write()
         await asyncio.sleep(seconds)
-        mounts = volumes.mounts(spec) if volumes is not None else {}
+        mounts = volumes.mounts(spec)
         env = container_env(pod, spec)
         code, message = stand_in_download(env, mounts)
         if code == 0:

@@ -207,9 +207,10 @@ class Kubelet:
                                   "hostIP": host_ip}}  # fmt: skip
         stubs: dict[str, StubVllm | StubVllmArgumentError] = {}
         workdir = self.processes.workdir
-        running.volumes = stand_in_volumes(
+        volumes = stand_in_volumes(
             pod, workdir / "stand-in-pods", workdir / "claims", workdir / "nodes"
         )
+        running.volumes = volumes
         gpu_product = node_gpu_product(self._store, (pod.get("spec") or {}).get("nodeName"))
         for container in containers:
             if self.settings.programs.runs(container):
@@ -219,14 +220,14 @@ class Kubelet:
                 try:
                     stubs[container["name"]] = stand_in_vllm(
                         argv, seen, container, self.settings, gpu_product=gpu_product,
-                        caches=self.compile_caches, mounts=running.volumes.mounts(container),
+                        caches=self.compile_caches, mounts=volumes.mounts(container),
                     )  # fmt: skip
                 except StubVllmArgumentError as error:
                     stubs[container["name"]] = error
         model = PodModel.for_pod(pod, host_ip, running.pod_ip, now_rfc3339())
         running.model = model
         try:
-            await self._lifecycle(running, seen, model, stubs)
+            await self._lifecycle(running, seen, model, stubs, volumes)
             await asyncio.Event().wait()  # the containers run until the pod is deleted
         except ApiError as error:
             log.debug("kubelet: pod %s/%s went away: %s", running.namespace, running.name, error)
@@ -252,6 +253,7 @@ class Kubelet:
         pod: dict[str, Any],
         model: PodModel,
         stubs: dict[str, StubVllm | StubVllmArgumentError],
+        volumes: StandInVolumes,
     ) -> None:
         specs_init = (pod.get("spec") or {}).get("initContainers") or []
         for init, spec in zip(model.init_containers, specs_init, strict=False):
@@ -259,20 +261,15 @@ class Kubelet:
             started = now_rfc3339()
             init.run(started)
             self._write(running, model)  # the first one also reports the pod IP
-            if running.volumes is not None:  # the download step: weights, adapters (batch_pods)
-                await run_init_download(
-                    container_env(pod, spec), running.volumes.mounts(spec),
-                    init_seconds=self.settings.init_seconds,
-                    download=self.settings.download_seconds,
-                )  # fmt: skip
-            else:
-                await asyncio.sleep(self.settings.init_seconds)
+            await run_init_download(  # the download step: weights, adapters (batch_pods)
+                container_env(pod, spec), volumes.mounts(spec),
+                init_seconds=self.settings.init_seconds,
+                download=self.settings.download_seconds,
+            )  # fmt: skip
             init.exited(0, "", started, now_rfc3339())
         if runs_to_completion(pod) and not stubs and not self.processes.wants(pod):  # a Job's
             write = lambda: self._write(running, model)  # noqa: E731
-            await run_to_completion(
-                pod, model, running.volumes, write, self.settings.download_seconds
-            )
+            await run_to_completion(pod, model, volumes, write, self.settings.download_seconds)
             return
         model.phase = "Running"
         probes: list[asyncio.Task[None]] = []

@@ -84,9 +84,11 @@ class Kubelet:
         pod_ips: Callable[[str], AddressPool],
         settings: KubeletSettings,
         *,
-        api: ApiAccess | None = None,
-        token_source: PodTokenSource | None = None,
+        api: ApiAccess,
+        token_source: PodTokenSource,
     ) -> None:
+        if settings.workdir is None:
+            raise ValueError("kubelet: settings.workdir is required (the pods' directories)")
         self.processes = ProcessPods(
             store,
             settings.runner_settings(),

@@ -141,7 +141,7 @@ class PodFileWriter:
         claims_root: Path,
         lookup: Lookup,
         api: ApiAccess,
-        token: TokenSource | None,
+        token: TokenSource,
     ) -> None:
         self.root, self.claims_root = root, claims_root
         self._lookup, self._api, self._token = lookup, api, token
@@ -176,13 +176,10 @@ class PodFileWriter:
     async def renew_tokens(self) -> None:
         """Issue every token file (and the kubeconfig's token) afresh."""
         for path, seconds, audiences in self.token_files:
-            token = await self._issue(seconds, audiences)
+            token = await self._token(seconds, audiences)
             _write(path, token, 0o644)
             if self._kubeconfig_target is not None and path.parent.name == _ACCESS_VOLUME:
                 self._kubeconfig(*self._kubeconfig_target, token)
-
-    async def _issue(self, seconds: int, audiences: tuple[str, ...]) -> str:
-        return "" if self._token is None else await self._token(seconds, audiences)
 
     def _kubeconfig(self, path: Path, namespace: str, token: str) -> None:
         self._api.write_kubeconfig(path, namespace, token)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,16 +56,13 @@ class ProcessPods:
         store: ObjectStore,
         settings: RunnerSettings,
         *,
-        workdir: Path | None = None,
-        api: ApiAccess | None = None,
-        token_source: PodTokenSource | None = None,
+        workdir: Path,
+        api: ApiAccess,
+        token_source: PodTokenSource,
         stop_grace_seconds: float = 5.0,
     ) -> None:
         self._store, self.settings = store, settings
-        self._own_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="nemotron-sim-pods-"))
-        self.api = api or ApiAccess(lambda path, namespace, token: None)
-        self.token_source = token_source
+        self.workdir, self.api, self.token_source = workdir, api, token_source
         self.stop_grace_seconds = stop_grace_seconds
         self._pods: dict[str, _ProcessPod] = {}
         self._session: aiohttp.ClientSession | None = None
@@ -116,12 +112,8 @@ class ProcessPods:
         return list(entry.tasks.values())
 
     def _writer(self, pod: dict[str, Any], root: Path) -> PodFileWriter:
-        token = None
-        if self.token_source is not None:
-            source = self.token_source
-
-            async def token(seconds: int, audiences: tuple[str, ...]) -> str:
-                return await source(pod, seconds, audiences)
+        async def token(seconds: int, audiences: tuple[str, ...]) -> str:
+            return await self.token_source(pod, seconds, audiences)
 
         return PodFileWriter(root, self.workdir / "claims", self._lookup, self.api, token)
 
@@ -221,8 +213,6 @@ class ProcessPods:
         if self._session is not None:
             await self._session.close()
             self._session = None
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
 
     # --- logs -------------------------------------------------------------------------------
 

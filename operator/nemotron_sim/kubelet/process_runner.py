@@ -241,9 +241,11 @@ class ProcessContainer:
         self.state.started = True
         self.state.ready = readiness is None
         self._write()
-        tasks = [asyncio.create_task(self._watch_liveness(process, liveness))] if liveness else []
+        tasks = (
+            [asyncio.create_task(self._watch(liveness, "Liveness", process))] if liveness else []
+        )
         if readiness is not None:
-            tasks.append(asyncio.create_task(self._watch_readiness(readiness)))
+            tasks.append(asyncio.create_task(self._watch(readiness, "Readiness", None)))
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -269,27 +271,22 @@ class ProcessContainer:
                     return False
             await asyncio.sleep(spec.period)
 
-    async def _watch_liveness(self, process: ContainerProcess, spec: ProbeSpec) -> None:
-        counter = ProbeCounter(spec.success_threshold, spec.failure_threshold, result=True)
+    async def _watch(self, spec: ProbeSpec, label: str, kill: ContainerProcess | None) -> None:
+        """Liveness (``kill`` given: it starts passing, and failing kills the process) or
+        readiness (it starts failing; the container's ``ready`` follows each new verdict)."""
+        passing = kill is not None
+        counter = ProbeCounter(spec.success_threshold, spec.failure_threshold, result=passing)
         await asyncio.sleep(spec.initial_delay)
         while True:
             ok, message = await probe_once(spec, self._host(), self._session())
             if not ok:
-                self._record("Unhealthy", f"Liveness probe failed: {message}", True)
-            if counter.record(ok) is False:
-                await self._kill(process, spec, "liveness")
+                self._record("Unhealthy", f"{label} probe failed: {message}", True)
+            verdict = counter.record(ok)
+            if verdict is not None and kill is not None:  # liveness's only change: to failing
+                await self._kill(kill, spec, label.lower())
                 return
-            await asyncio.sleep(spec.period)
-
-    async def _watch_readiness(self, spec: ProbeSpec) -> None:
-        counter = ProbeCounter(spec.success_threshold, spec.failure_threshold, result=False)
-        await asyncio.sleep(spec.initial_delay)
-        while True:
-            ok, message = await probe_once(spec, self._host(), self._session())
-            if not ok:
-                self._record("Unhealthy", f"Readiness probe failed: {message}", True)
-            if counter.record(ok) is not None:
-                self.state.ready = counter.result
+            if verdict is not None:
+                self.state.ready = verdict
                 self._write()
             await asyncio.sleep(spec.period)
 

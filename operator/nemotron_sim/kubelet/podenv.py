@@ -69,16 +69,17 @@ class ContainerConfigError(Exception):
 Lookup = Callable[[str, str, str], Mapping[str, Any] | None]
 
 
-def _source_data(obj: Mapping[str, Any], kind: str) -> dict[str, str]:
+def source_bytes(obj: Mapping[str, Any], kind: str) -> dict[str, bytes]:
+    """The keys of a Secret (``data``, base64) or a ConfigMap (``data``, then ``binaryData``)."""
     if kind == "Secret":
-        return {
-            k: base64.b64decode(v).decode(errors="replace")
-            for k, v in (obj.get("data") or {}).items()
-        }
-    data = {k: str(v) for k, v in (obj.get("data") or {}).items()}
-    for k, v in (obj.get("binaryData") or {}).items():
-        data[k] = base64.b64decode(v).decode(errors="replace")
+        return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+    data = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
+    data.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
     return data
+
+
+def _source_data(obj: Mapping[str, Any], kind: str) -> dict[str, str]:
+    return {k: v.decode(errors="replace") for k, v in source_bytes(obj, kind).items()}
 
 
 def _key_ref(

@@ -14,14 +14,13 @@ the fault proxy) that authenticates with the token is written for ``KUBECONFIG``
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim.kubelet.podenv import Lookup, field_value, resource_value
+from nemotron_sim.kubelet.podenv import Lookup, field_value, resource_value, source_bytes
 
 SERVICE_ACCOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
@@ -98,12 +97,7 @@ def _key_files(
         if source.get("optional"):
             return None
         raise MountError(f'{kind.lower()} "{name}" not found')
-    data: dict[str, bytes] = {}
-    if kind == "Secret":
-        data = {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
-    else:
-        data = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
-        data.update({k: base64.b64decode(v) for k, v in (obj.get("binaryData") or {}).items()})
+    data = source_bytes(obj, kind)
     items = source.get("items")
     if not items:
         return {k: (v, None) for k, v in data.items()}

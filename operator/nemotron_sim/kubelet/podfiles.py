@@ -51,13 +51,7 @@ class PodFiles:
 
     def mounts(self, container: Mapping[str, Any]) -> dict[str, str]:
         """``mountPath`` → directory (or file, with ``subPath``) for one container."""
-        out: dict[str, str] = {}
-        for mount in container.get("volumeMounts") or []:
-            directory = self.volumes.get(mount.get("name", ""))
-            if directory is None:
-                continue
-            target = directory / mount["subPath"] if mount.get("subPath") else directory
-            out[str(mount.get("mountPath", ""))] = str(target)
+        out = volume_mounts(self.volumes, container)
         access = self.volumes.get(_ACCESS_VOLUME)
         if access is not None and SERVICE_ACCOUNT_PATH not in out:
             out[SERVICE_ACCOUNT_PATH] = str(access)
@@ -65,6 +59,19 @@ class PodFiles:
 
     def mounts_json(self, container: Mapping[str, Any]) -> str:
         return json.dumps(self.mounts(container), sort_keys=True)
+
+
+def volume_mounts(volumes: Mapping[str, Path], container: Mapping[str, Any]) -> dict[str, str]:
+    """``mountPath`` → the directory of the volume (``subPath`` applied) for each of a
+    container's ``volumeMounts`` whose volume is in ``volumes`` (name → directory)."""
+    found: dict[str, str] = {}
+    for mount in container.get("volumeMounts") or []:
+        directory = volumes.get(str(mount.get("name", "")))
+        if directory is None:
+            continue
+        sub = str(mount.get("subPath") or "")
+        found[str(mount.get("mountPath", ""))] = str(directory / sub if sub else directory)
+    return found
 
 
 def automounts_token(pod: Mapping[str, Any], account: Mapping[str, Any] | None) -> bool:

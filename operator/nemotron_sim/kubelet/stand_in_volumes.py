@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_sim.kubelet.events import log
+from nemotron_sim.kubelet.podfiles import volume_mounts
 from nemotron_sim.vllm.lora import SIMULATED_RANK, resolve_mount
 
 ADAPTERS_ENV = "ADAPTERS"  # nemotron_operator.render.adapters.DOWNLOADS_ENV
@@ -48,14 +49,7 @@ class StandInVolumes:
 
     def mounts(self, container: Mapping[str, Any]) -> dict[str, str]:
         """``mountPath`` → directory for one container (``subPath`` applied)."""
-        found: dict[str, str] = {}
-        for mount in container.get("volumeMounts") or []:
-            directory = self.volumes.get(str(mount.get("name", "")))
-            if directory is None:
-                continue
-            sub = str(mount.get("subPath") or "")
-            found[str(mount.get("mountPath", ""))] = str(directory / sub if sub else directory)
-        return found
+        return volume_mounts(self.volumes, container)
 
     def remove(self) -> None:
         """The pod is gone: its ``emptyDir`` volumes go with it (claims stay)."""

@@ -30,21 +30,9 @@ class StartupTimes:
     capture_seconds: float = 0.0
 
 
-class CompileCaches:
-    """Which compile-cache entries exist: ``location/torch_compile_cache/hash``, where the
-    location names the volume (``pvc:namespace/claim/path``); shared by every stand-in."""
-
-    def __init__(self) -> None:
-        self._entries: set[str] = set()
-
-    def holds(self, entry: str) -> bool:
-        return entry in self._entries
-
-    def fill(self, entry: str) -> None:
-        self._entries.add(entry)
-
-    def clear(self) -> None:
-        self._entries.clear()
+# Which compile-cache entries exist: ``location/torch_compile_cache/hash``, where the location
+# names the volume (``pvc:namespace/claim/path``); shared by every stand-in.
+CompileCaches = set[str]
 
 
 def config_hash(argv: Sequence[str]) -> str:
@@ -74,7 +62,7 @@ class StartupRun:
     def begin(self) -> None:
         """The start begins: is the compiled model in the cache already?"""
         self.compile_cached = bool(
-            self.caches is not None and self.entry is not None and self.caches.holds(self.entry)
+            self.caches is not None and self.entry is not None and self.entry in self.caches
         )
         self.finished = False
 
@@ -94,7 +82,7 @@ class StartupRun:
             log.info("Directly load the compiled graph(s) from the cache (%s)", self.entry)
         else:
             if self.caches is not None and self.entry is not None:
-                self.caches.fill(self.entry)
+                self.caches.add(self.entry)
             log.info("torch.compile takes %.2f s in total", times.compile_seconds)
         log.info("Graph capturing finished in %.0f secs, took 0.00 GiB", times.capture_seconds)
         log.info("Application startup complete.")

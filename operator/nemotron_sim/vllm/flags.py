@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nemotron_sim.vllm.flag_data import Flag, flags
@@ -24,6 +24,8 @@ from nemotron_sim.vllm.flag_data import Flag, flags
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 _CLASSES = frozenset({"int", "float", "str"})
+# The flag kinds whose value a plain conversion checks, as the type function converts it.
+_CONVERSIONS: dict[str, Callable[[str], object]] = {"int": int, "float": float, "json": json.loads}
 
 
 class ParseError(ValueError):
@@ -151,23 +153,13 @@ def _check(flag: Flag, value: str, kind: str) -> None:
             raise ParseError(
                 f"argument {flag.spelled}: invalid choice: {chosen!r} (choose from {shown})"
             )
-    elif kind == "int":
+    elif kind in _CONVERSIONS:
         try:
-            int(value)
-        except ValueError:
-            raise invalid from None
-    elif kind == "float":
-        try:
-            float(value)
-        except ValueError:
+            _CONVERSIONS[kind](value)
+        except ValueError:  # json.JSONDecodeError is one
             raise invalid from None
     elif kind.startswith("human-int"):
         _human_int(flag, value, auto=kind == "human-int-or-auto", invalid=invalid)
-    elif kind == "json":
-        try:
-            json.loads(value)
-        except ValueError:
-            raise invalid from None
 
 
 def _human_int(flag: Flag, value: str, *, auto: bool, invalid: ParseError) -> None:

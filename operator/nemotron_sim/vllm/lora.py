@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_sim.vllm import lora_rules
+from nemotron_sim.vllm.protocol import model_card
 
 MOUNTS_ENV = "NEMOTRON_SIM_MOUNTS"
 SIMULATED_RANK = 8
@@ -144,16 +145,7 @@ class LoraAdapters:
 
     def cards(self, base: str, created: int) -> list[dict[str, Any]]:
         return [
-            {
-                "id": a.name,
-                "object": "model",
-                "created": created,
-                "owned_by": "vllm (simulated: nemotron-operator stand-in)",
-                "root": a.path,
-                "parent": base,
-                "max_model_len": None,
-                "permission": [],
-            }
+            model_card(a.name, created, root=a.path, parent=base, max_model_len=None)
             for a in self.loaded.values()
         ]
 

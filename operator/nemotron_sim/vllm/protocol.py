@@ -348,19 +348,24 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     }
 
 
-def model_card(name: str, config: ServeConfig, created: int) -> dict[str, Any]:
+def model_card(
+    name: str, created: int, *, root: str, parent: str | None, max_model_len: int | None
+) -> dict[str, Any]:
+    """One entry of ``/v1/models``: a served model name, or a LoRA adapter (its parent the base)."""
     return {
         "id": name,
         "object": "model",
         "created": created,
         "owned_by": "vllm (simulated: nemotron-operator stand-in)",
-        "root": config.model,
-        "parent": None,
-        "max_model_len": config.max_model_len,
+        "root": root,
+        "parent": parent,
+        "max_model_len": max_model_len,
         "permission": [],
     }
 
 
 def model_list(config: ServeConfig, created: int) -> dict[str, Any]:
     names: Sequence[str] = config.served_model_names
-    return {"object": "list", "data": [model_card(n, config, created) for n in names]}
+    root, length = config.model, config.max_model_len
+    cards = [model_card(n, created, root=root, parent=None, max_model_len=length) for n in names]
+    return {"object": "list", "data": cards}

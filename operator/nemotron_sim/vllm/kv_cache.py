@@ -91,7 +91,10 @@ def allocate(
 ) -> CacheAllocation:
     """The stand-in's allocation for a ``vllm serve`` command line on ``gpu_product``, as the
     vLLM ``release`` (major, minor) it stands in for would make it."""
-    model = find_model(model_id)
+    # The architecture of ``vllm serve``'s model argument (a Hugging Face id, or a local path
+    # ending in one: the operator serves ``/models/<org>/<name>``), from its config.json as vLLM
+    # reads it (``hf_config``), never from the operator's catalog.
+    model = hf_config.load_model(model_id)
     gpu = lookup_gpu(gpu_product) if gpu_product else None
     if model is None or gpu is None:
         blocks = _cdiv(FALLBACK_SEQUENCES * max_model_len, BLOCK_ALIGN)
@@ -109,13 +112,6 @@ def allocate(
         bias=bias,
         release=release,
     )
-
-
-def find_model(model: str) -> ModelEntry | None:
-    """The architecture of ``vllm serve``'s model argument (a Hugging Face id, or a local path
-    ending in one: the operator serves ``/models/<org>/<name>``), from its config.json as vLLM
-    reads it (``hf_config``), never from the operator's catalog."""
-    return hf_config.load_model(model)
 
 
 def _allocate(

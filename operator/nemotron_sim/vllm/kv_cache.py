@@ -69,10 +69,6 @@ def parse_bias(source: str, text: str) -> float:
     return bias
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _int(options: Mapping[str, Any], name: str, default: int) -> int:
     value = options.get(name)
     return default if value is None else int(value)
@@ -97,10 +93,10 @@ def allocate(
     model = hf_config.load_model(model_id)
     gpu = lookup_gpu(gpu_product) if gpu_product else None
     if model is None or gpu is None:
-        blocks = _cdiv(FALLBACK_SEQUENCES * max_model_len, BLOCK_ALIGN)
+        blocks = profile.cdiv(FALLBACK_SEQUENCES * max_model_len, BLOCK_ALIGN)
         blocks = max(0, math.floor(blocks * (1.0 + bias)))
         return CacheAllocation(
-            blocks, BLOCK_ALIGN, _cdiv(max_model_len, BLOCK_ALIGN), max_model_len
+            blocks, BLOCK_ALIGN, profile.cdiv(max_model_len, BLOCK_ALIGN), max_model_len
         )
     return _allocate(
         model,
@@ -154,13 +150,13 @@ def _allocate(
     align = max(BLOCK_ALIGN, default_block)
     block = default_block
     if attention_token and mamba_page:
-        block = max(default_block, align * _cdiv(mamba_page, align * attention_token))
+        block = max(default_block, align * profile.cdiv(mamba_page, align * attention_token))
     page = block * attention_token if attention else mamba_page
 
     groups = _groups(attention, mamba)
     slots = (2 if prefix_caching else 1) + spec_tokens
     per_request = sum(
-        _cdiv(max_model_len, block) if kind == "attention" else slots for kind, _ in groups
+        profile.cdiv(max_model_len, block) if kind == "attention" else slots for kind, _ in groups
     )
 
     # "Profile" each pipeline stage; the pool is the same number of blocks on every rank, so the
@@ -224,7 +220,7 @@ def _groups(attention: list[int], mamba: list[int]) -> list[tuple[str, list[int]
     size = largest if largest < 1.5 * smallest else smallest
     groups: list[tuple[str, list[int]]] = []
     for kind, layers in present:
-        n = _cdiv(len(layers), size)
+        n = profile.cdiv(len(layers), size)
         groups.extend((kind, layers[i::n]) for i in range(n))
     return groups
 

@@ -36,7 +36,8 @@ UNKNOWN_VISION_BYTES = 1024 * MIB
 _REPLICATED = frozenset({params.ROUTER, params.MOE_LATENT, params.NORMS, params.VISION})
 
 
-def _cdiv(a: int, b: int) -> int:
+def cdiv(a: int, b: int) -> int:
+    """Integer division rounded up."""
     return -(-a // b)
 
 
@@ -69,13 +70,13 @@ def _part_on_rank(model: ModelEntry, name: str, rank: Rank) -> int:
             on_rank = count * max(1, heads // rank.tp) // heads
         elif category == params.ROUTED_EXPERTS and rank.expert_parallel and model.n_routed_experts:
             experts = model.n_routed_experts
-            on_rank = count * _cdiv(experts, rank.tp) // experts
+            on_rank = count * cdiv(experts, rank.tp) // experts
         else:
-            on_rank = _cdiv(count, rank.tp)
+            on_rank = cdiv(count, rank.tp)
         # The checkpoint's own precision per part (the MTP head and embeddings stay BF16, except
         # where the released sizes show quantized MTP experts).
         half_bits_total += on_rank * model.half_bits(name, category)
-    return _cdiv(half_bits_total, 16)
+    return cdiv(half_bits_total, 16)
 
 
 def weights(model: ModelEntry, rank: Rank, stage: int) -> int:

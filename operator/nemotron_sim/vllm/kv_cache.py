@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nemotron_operator.catalog.models import ModelEntry
-from nemotron_sim.gpus import Gpu, lookup_gpu
+from nemotron_sim.gpus import GIB, MIB, Gpu, lookup_gpu
 from nemotron_sim.vllm import hf_config, profile
 from nemotron_sim.vllm.args import StubVllmArgumentError
 
-MIB = 2**20
-GIB = 2**30
 BLOCK_ALIGN = 16  # CUDA attention backends' kernel block multiple and default --block-size
 # vLLM 0.34: --block-size defaults to 64 (CacheConfig.DEFAULT_BLOCK_SIZE), and the extensible KV
 # cache sizes the pool after warm-up: min(requested − non-KV, free − margin) − transient peak,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from nemotron_sim.vllm.metrics import VllmMetrics
@@ -107,17 +107,12 @@ class Engine:
         self.running = 0
         self.waiting = 0
 
-    @contextlib.asynccontextmanager
-    async def run(self, request: GenerationRequest) -> AsyncIterator[AsyncIterator[list[Delta]]]:
+    def run(self, request: GenerationRequest) -> contextlib.aclosing[AsyncGenerator[list[Delta]]]:
         """Use as `async with engine.run(req) as steps: async for deltas in steps: ...`.
 
         The context releases the slot and settles the metrics however the consumer leaves.
         """
-        generator = self._generate(request)
-        try:
-            yield generator
-        finally:
-            await generator.aclose()
+        return contextlib.aclosing(self._generate(request))
 
     async def _generate(self, request: GenerationRequest) -> AsyncGenerator[list[Delta], None]:
         loop = asyncio.get_running_loop()

@@ -140,19 +140,19 @@ def render(recorded: Mapping[str, Any]) -> str:
 @functools.cache
 def release() -> str:
     """The vLLM release whose parser the table was derived from."""
-    return str(_load()["release"])
+    return str(load_json(DATA)["release"])
 
 
 @functools.cache
 def reasoning_parsers() -> tuple[str, ...]:
     """The reasoning parsers the release has built in, in vLLM's order."""
-    return tuple(_load()["reasoningParsers"])
+    return tuple(load_json(DATA)["reasoningParsers"])
 
 
 @functools.cache
 def tool_call_parsers() -> tuple[str, ...]:
     """The tool-call parsers the release has built in, in vLLM's order."""
-    return tuple(_load()["toolCallParsers"])
+    return tuple(load_json(DATA)["toolCallParsers"])
 
 
 @functools.cache
@@ -170,12 +170,13 @@ def flags() -> dict[str, Flag]:
             wraps=entry.get("wraps"),
             default=entry.get("default"),
         )
-        for name, entry in _load()["flags"].items()
+        for name, entry in load_json(DATA)["flags"].items()
     }
 
 
-def _load() -> dict[str, Any]:
-    text = resources.files("nemotron_sim.vllm").joinpath(DATA).read_text(encoding="utf-8")
+def load_json(name: str) -> dict[str, Any]:
+    """A JSON file of the package (``data/...``), as a dict."""
+    text = resources.files("nemotron_sim.vllm").joinpath(name).read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

@@ -8,10 +8,9 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from nemotron_sim.vllm.flag_data import flags
+from nemotron_sim.vllm.flag_data import flags, load_json
 
 
 class LoraConfigError(ValueError):
@@ -38,9 +37,7 @@ class LoraLimits:
 
 @functools.cache
 def facts() -> dict[str, Any]:
-    text = resources.files("nemotron_sim.vllm").joinpath("data/lora.json").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+    return load_json("data/lora.json")
 
 
 def lora_limits(options: Mapping[str, object]) -> LoraLimits:

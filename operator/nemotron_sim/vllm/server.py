@@ -58,7 +58,6 @@ class StubVllm:
         *,
         load_seconds: float = 0.0,
         timing: Timing | None = None,
-        kv_capacity_tokens: int | None = None,
         gpu_product: str | None = None,
         kv_cache_bias: float = 0.0,
         output_faults: frozenset[OutputFault] = frozenset(),
@@ -96,7 +95,6 @@ class StubVllm:
         self.served_model_name: str = self.config.served_model_name
         self.vllm_version = vllm_version
         self.startup = startup or StartupRun(StartupTimes(load_seconds=load_seconds))
-        self._kv_capacity_tokens = kv_capacity_tokens
         self._timing = timing
         self._created_at = time.time()
         self._runner: web.AppRunner | None = None
@@ -122,8 +120,7 @@ class StubVllm:
         return Engine(
             self.metrics,
             max_num_seqs=self.config.max_num_seqs,
-            kv_capacity_tokens=self._kv_capacity_tokens
-            or KV_POOL_SEQUENCES * self.config.max_model_len,
+            kv_capacity_tokens=KV_POOL_SEQUENCES * self.config.max_model_len,
             num_speculative_tokens=self.config.num_speculative_tokens,
             timing=self._timing or Timing(),
         )

@@ -63,7 +63,6 @@ class ParsedRequest:
     continuous_usage: bool
     ignore_eos: bool
     with_reasoning: bool
-    seed: int | None
     features: Features = field(default_factory=Features)
 
 
@@ -307,7 +306,6 @@ def _finish(
         continuous_usage=bool(options.get("continuous_usage_stats", False)),
         ignore_eos=_optional_bool(request, "ignore_eos"),
         with_reasoning=with_reasoning,
-        seed=seed,
     )
 
 

@@ -36,7 +36,6 @@ class StubVllmArgumentError(ValueError):
     """vLLM would refuse this command line; the message reads like its argparse error."""
 
     def __init__(self, problem: str) -> None:
-        self.problem = problem
         super().__init__(f"{USAGE}\nvllm serve: error: {problem}")
 
 
@@ -45,7 +44,6 @@ class StubVllmStartError(StubVllmArgumentError):
     missing credential): exit status 1 and the error alone, without the usage line."""
 
     def __init__(self, problem: str) -> None:
-        self.problem = problem
         ValueError.__init__(self, problem)
 
 

@@ -28,9 +28,8 @@ directly, as in unit tests) takes every adapter as found, with rank ``SIMULATED_
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +54,6 @@ class LoadedAdapter:
     name: str
     path: str
     rank: int
-    created: int = field(default_factory=lambda: int(time.time()))
 
 
 class LoraAdapters:

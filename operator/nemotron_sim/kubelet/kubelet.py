@@ -87,8 +87,6 @@ class Kubelet:
         api: ApiAccess,
         token_source: PodTokenSource,
     ) -> None:
-        if settings.workdir is None:
-            raise ValueError("kubelet: settings.workdir is required (the pods' directories)")
         self.processes = ProcessPods(
             store,
             settings.runner_settings(),

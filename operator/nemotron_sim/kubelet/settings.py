@@ -28,7 +28,7 @@ class KubeletSettings:
     crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
     programs: ImagePrograms = field(default_factory=ImagePrograms.with_defaults)
     probe_time_scale: float = 1.0  # process probes: their periods and delays times this
-    workdir: Path | None = None  # pod directories of process pods (default: a temp dir)
+    workdir: Path = field(kw_only=True)  # the pods' directories (volumes, logs, files)
     stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops
     # Every stand-in vLLM allocates this much more (+) or less (-) KV cache than its own
     # accounting; a container's NEMOTRON_SIM_VLLM_KV_CACHE_BIAS overrides it.

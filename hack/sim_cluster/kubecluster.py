@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import ssl
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -40,7 +39,7 @@ from nemotron_sim.agents.nodes import NODES, NodeAgent
 from nemotron_sim.agents.resource_slices import RESOURCE_CLAIMS, RESOURCE_SLICES, publish
 from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
 from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
-from nemotron_sim.faultproxy.server import Controls, FaultProxy
+from nemotron_sim.faultproxy.server import FaultProxy
 from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
@@ -49,7 +48,6 @@ from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import CidrPool
 from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
-from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
 from nemotron_sim.vllm import StubVllm
 from nemotron_sim.vllm.parsers import OutputFault
@@ -59,17 +57,21 @@ from sim_cluster.addons import install as install_addons
 from sim_cluster.addons import programs as addon_programs
 from sim_cluster.controlplane import ControlPlane, flags
 from sim_cluster.controlplane.binaries import crd_dir, recipe_versions
-from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
 from sim_cluster.controlplane.network import (
-    API_PORT,
     MAX_NODES,
-    PROXY_HTTP_PORT,
     node_cidr_mask_size,
 )
 from sim_cluster.karpenter.running import Karpenter, KarpenterOptions
 from sim_cluster.lws import LeaderWorkerSetAddon
-from sim_cluster.realnodes import RealNodes, RealNodeSpec, unavailable
+from sim_cluster.realnodes import RealNodes, unavailable
 from sim_cluster.thirdparty import install_crds
+from sim_cluster.wiring import (
+    pod_access,
+    server_context,
+    split_real,
+    start_fault_proxy,
+    token_source,
+)
 
 log = logging.getLogger("sim_cluster")
 ADDONS = ("lws", *ADDON_COMPONENTS)  # controllers of other projects the cluster can run (real ones)
@@ -230,7 +232,7 @@ class KubeCluster:
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
         lap("watch caches synced")
-        node_objects, real = self._split_real(self._node_objects())
+        node_objects, real = split_real(self._node_objects(), self.real_node_count)
         self.nodes = NodeAgent(
             self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
         )
@@ -330,21 +332,6 @@ class KubeCluster:
     def detach_node(self, name: str) -> None:
         self._node_ips.pop(name, None)
 
-    def _split_real(
-        self, nodes: list[dict[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[RealNodeSpec]]:
-        """(the simulated nodes, the real ones): system nodes first, then GPU nodes, never a
-        DRA node (the fake device plugin advertises nvidia.com/gpu only)."""
-        order = sorted(nodes, key=lambda n: not n["metadata"]["name"].startswith("sim-system-"))
-        eligible = [n for n in order if "-dra-" not in n["metadata"]["name"]]
-        if self.real_node_count > len(eligible):
-            raise ValueError(f"--real-nodes {self.real_node_count}: only {len(eligible)} nodes "
-                             "can be real (system and non-DRA GPU nodes)")  # fmt: skip
-        real = eligible[: self.real_node_count]
-        names = {n["metadata"]["name"] for n in real}
-        specs = [RealNodeSpec.from_node(n, i) for i, n in enumerate(real)]
-        return [n for n in nodes if n["metadata"]["name"] not in names], specs
-
     async def _start_kubelets(self, node_ips: dict[str, str]) -> None:
         assert self.mirror is not None
         assert self.nodes is not None
@@ -355,37 +342,10 @@ class KubeCluster:
         pools = self._pod_pools
         pools.update({name: CidrPool(agent.pod_cidr(name) or "") for name in node_ips})
         plane = self.control_plane
-        service_url = f"https://{plane.plan.kubernetes_service_ip}:443"
-        ca = plane.ca_pem
-
-        def pod_kubeconfig(path: Path, namespace: str, token: str) -> None:
-            # In-cluster access through the `kubernetes` Service, as KUBERNETES_SERVICE_HOST
-            # would give it (the stand-in kubelet cannot mount the token at its fixed path).
-            config = kubeconfig(service_url, ca, user="pod", token=token, namespace=namespace)
-            write_kubeconfig(path, config)
-
-        async def token(pod: Mapping[str, Any], seconds: int, audiences: tuple[str, ...]) -> str:
-            md = pod.get("metadata") or {}
-            body: dict[str, Any] = {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenRequest",
-                "spec": {
-                    "expirationSeconds": seconds,
-                    "audiences": list(audiences) or None,
-                    "boundObjectRef": {
-                        "apiVersion": "v1", "kind": "Pod", "name": md.get("name"),
-                        "uid": md.get("uid"),
-                    },
-                },
-            }  # fmt: skip
-            path = SERVICEACCOUNTS.path(md.get("namespace"), service_account(pod), "token")
-            answer = await api.request("POST", path, body=body)
-            return str(answer["status"]["token"])
-
         recorder = EventRecorder(mirror, enabled=self.record_events)
         self.kubelet = Kubelet(
             mirror, recorder, node_ips, pools.__getitem__, self.kubelet_settings,
-            api=ApiAccess(pod_kubeconfig, ca), token_source=token,
+            api=pod_access(plane), token_source=token_source(api),
         )  # fmt: skip
         gate = LostNodeGate(mirror, self.kubelet.observe, agent.stopped.__contains__)
         agent.on_resume.append(gate.node_back)
@@ -397,34 +357,14 @@ class KubeCluster:
         serving = authority.issue(
             "kubelet-serving", "system:node:sim", server=True, ips=tuple(node_ips.values())
         )
-        context = _server_context(serving.cert, serving.key)
+        context = server_context(serving.cert, serving.key)
         self.kubelet_api = KubeletApi(mirror, self.kubelet.processes.log_target, context)
         for name, address in node_ips.items():
             await self.kubelet_api.serve(name, address)
 
     async def _start_fault_proxy(self) -> None:
-        plane, nodes = self.control_plane, self.nodes
-        assert plane.authority is not None
-        assert nodes is not None
-        ip = plane.plan.proxy_ip
-        serving = plane.authority.issue(
-            "fault-proxy", "nemotron-sim-fault-proxy", server=True, ips=(ip,)
-        )
-
-        def heartbeat(node: str, beating: bool) -> None:
-            if node not in nodes.nodes:
-                raise KeyError(f"no simulated node {node!r}")
-            (nodes.resume_heartbeat if beating else nodes.stop_heartbeat)(node)
-
-        controls = Controls(plane.act, heartbeat, plane.compact_etcd)
-        self.proxy = FaultProxy(plane.api_url, plane.ca_context(), controls)
-        await self.proxy.start(
-            ip, API_PORT, PROXY_HTTP_PORT, _server_context(serving.cert, serving.key)
-        )
-        config = kubeconfig(
-            plane.plan.proxy_url, plane.ca_pem, user="admin", token=plane.admin_token
-        )
-        write_kubeconfig(self.proxy_kubeconfig, config)
+        assert self.nodes is not None
+        self.proxy = await start_fault_proxy(self.control_plane, self.nodes, self.proxy_kubeconfig)
 
     # --- what tests use -----------------------------------------------------------------------
 
@@ -443,9 +383,7 @@ class KubeCluster:
     def set_kv_cache_bias(self, bias: float) -> None:
         """Stand-in vLLMs started from now on allocate ``bias`` more (+) or less (-) KV cache
         than their own accounting (the operator's plan check reports it)."""
-        if self.kubelet is not None:
-            self.kubelet.settings = dataclasses.replace(self.kubelet.settings, kv_cache_bias=bias)
-        self.kubelet_settings = dataclasses.replace(self.kubelet_settings, kv_cache_bias=bias)
+        self._change_kubelet_settings(kv_cache_bias=bias)
 
     def set_startup_seconds(
         self,
@@ -458,26 +396,20 @@ class KubeCluster:
         """Stand-in vLLMs started from now on take these seconds to load the weights, torch.compile
         (skipped when their compile cache is warm) and capture CUDA graphs, and a download Job's
         stand-in container this long (kubelet/batch_pods.py); None keeps a phase."""
-
-        def changed(settings: KubeletSettings) -> KubeletSettings:
-            return dataclasses.replace(
-                settings,
-                load_seconds=settings.load_seconds if load is None else load,
-                compile_seconds=settings.compile_seconds if compile_ is None else compile_,
-                capture_seconds=settings.capture_seconds if capture is None else capture,
-                download_seconds=settings.download_seconds if download is None else download,
-            )
-
-        if self.kubelet is not None:
-            self.kubelet.settings = changed(self.kubelet.settings)
-        self.kubelet_settings = changed(self.kubelet_settings)
+        phases = {"load_seconds": load, "compile_seconds": compile_,
+                  "capture_seconds": capture, "download_seconds": download}  # fmt: skip
+        self._change_kubelet_settings(**{k: v for k, v in phases.items() if v is not None})
 
     def set_output_faults(self, faults: frozenset[OutputFault]) -> None:
         """Stand-in vLLMs started from now on get these output-parser faults (``reasoning-in-
         content``, ...: nemotron_sim.vllm.parsers); an empty set makes them answer correctly."""
+        self._change_kubelet_settings(output_faults=faults)
+
+    def _change_kubelet_settings(self, **changes: Any) -> None:
+        """The running kubelet's settings and the ones a restarted one would get."""
         if self.kubelet is not None:
-            self.kubelet.settings = dataclasses.replace(self.kubelet.settings, output_faults=faults)
-        self.kubelet_settings = dataclasses.replace(self.kubelet_settings, output_faults=faults)
+            self.kubelet.settings = dataclasses.replace(self.kubelet.settings, **changes)
+        self.kubelet_settings = dataclasses.replace(self.kubelet_settings, **changes)
 
     def gpu_inventory(self) -> str:
         return ",".join(f"{g.product}:{g.gpus_per_node}x{g.nodes}" for g in self.groups)
@@ -485,9 +417,3 @@ class KubeCluster:
 
 def _added(pod: dict[str, Any]) -> WatchEvent:
     return WatchEvent("ADDED", PODS, pod)
-
-
-def _server_context(cert: Path, key: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(cert), str(key))
-    return context

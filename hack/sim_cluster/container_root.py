@@ -44,6 +44,7 @@ _SIM_PREFIX = "NEMOTRON_SIM_"
 _CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
 _MS_BIND, _MS_REC, _MS_PRIVATE = 4096, 16384, 1 << 18
 _CHUNK = 1 << 16
+_DRAIN_SECONDS = 1.0  # in-flight connections after the container exited
 
 
 class ContainerRootError(RuntimeError):
@@ -118,7 +119,10 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 async def forward(listeners: Sequence[socket.socket], target: str, child: int) -> int:
     """Accept on ``listeners`` (outside) and connect to ``target:port`` (inside) until ``child``
-    exits; its wait status."""
+    exits; its wait status. What the child sent before it exited still reaches its client: the
+    connections in flight are given ``_DRAIN_SECONDS`` to finish (the child's end of each is
+    closed, so they end at once unless a client is slow to read)."""
+    in_flight: set[asyncio.Future[tuple[None, None]]] = set()
 
     async def serve(sock: socket.socket) -> asyncio.Server:
         port = sock.getsockname()[1]
@@ -129,7 +133,10 @@ async def forward(listeners: Sequence[socket.socket], target: str, child: int) -
             except OSError:
                 writer.close()  # not listening yet: the client sees the connection drop
                 return
-            await asyncio.gather(_pipe(reader, inner_writer), _pipe(inner_reader, writer))
+            pipes = asyncio.gather(_pipe(reader, inner_writer), _pipe(inner_reader, writer))
+            in_flight.add(pipes)
+            pipes.add_done_callback(in_flight.discard)
+            await pipes
 
         return await asyncio.start_server(handle, sock=sock)
 
@@ -138,6 +145,8 @@ async def forward(listeners: Sequence[socket.socket], target: str, child: int) -
     _, status = await loop.run_in_executor(None, os.waitpid, child, 0)
     for server in servers:
         server.close()
+    if in_flight:
+        await asyncio.wait(in_flight, timeout=_DRAIN_SECONDS)
     return status
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from nemotron_sim.kubelet.images import ImagePrograms
 from sim_cluster.checkpoints.placement import checkpoint_dir
+from sim_cluster.container_root import forward
 from sim_cluster.real_engine import engine_mappings
 
 RENDERED = {"name": "vllm", "image": "vllm/vllm-openai:v0.31.0"}
@@ -130,3 +133,39 @@ def test_the_container_binds_every_address_in_its_own_namespace_reached_at_the_p
     finally:
         for _, process in pods:
             process.kill()
+
+
+def test_what_the_container_sent_reaches_its_client_after_it_exited() -> None:
+    """The forwarder does not end with the container: a connection in flight when the child
+    exits still delivers what the inside sent (it was cut off, and the client read nothing)."""
+    outside, inside = socket.socket(), socket.socket()
+    outside.bind(("127.0.0.2", 0))
+    port = outside.getsockname()[1]
+    inside.bind(("127.0.0.3", port))
+    for sock in (outside, inside):
+        sock.listen()
+
+    def late_server() -> None:  # the inside answers after the child has exited
+        conn, _ = inside.accept()
+        time.sleep(0.6)
+        conn.sendall(b"late")
+        conn.close()
+
+    threading.Thread(target=late_server, daemon=True).start()
+    child = os.fork()
+    if child == 0:  # the container's process: gone after 0.2 s
+        time.sleep(0.2)
+        os._exit(0)
+    statuses: list[int] = []
+    forwarder = threading.Thread(
+        target=lambda: statuses.append(asyncio.run(forward([outside], "127.0.0.3", child)))
+    )
+    forwarder.start()
+    received = b""
+    with socket.create_connection(("127.0.0.2", port), timeout=5) as conn:
+        while chunk := conn.recv(16):
+            received += chunk
+    forwarder.join(timeout=10)
+    inside.close()
+    assert received == b"late"
+    assert statuses == [0]

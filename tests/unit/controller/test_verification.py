@@ -4,6 +4,7 @@ leader."""
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ from tests.unit.controller.fake_kube import FakeKube
 
 NANO = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
 HOST = f"127.{150 + os.getpid() % 50}.9.1"
+LATER = "2999-01-01T00:00:00Z"  # a container start after any gate write of the test
 
 
 def nano() -> Any:
@@ -57,7 +59,9 @@ def gate(kube: FakeKube, name: str) -> tuple[str, str]:
     return "Unknown", ""
 
 
-async def test_back_off_then_pass_and_the_worker_follows() -> None:
+async def serving_with_a_fault() -> tuple[Any, Planned, StubVllm]:
+    """The nano deployment's plan on one H200 node, and a stand-in vLLM started on HOST with its
+    command line whose tool calls come back unparsed."""
     deployment = nano()
     inventory = GpuInventory(
         nodes=(GpuNode("gpu-0", "NVIDIA-H200", 8, 8, memory_mib=None, compute_capability=None),)
@@ -69,6 +73,11 @@ async def test_back_off_then_pass_and_the_worker_follows() -> None:
     stub = StubVllm([*argv["command"], *argv["args"]],
                     output_faults=frozenset({OutputFault.TOOL_CALL_UNPARSED}))  # fmt: skip
     await stub.start(HOST, 0)
+    return deployment, planned, stub
+
+
+async def test_back_off_then_pass_and_the_worker_follows() -> None:
+    deployment, planned, stub = await serving_with_a_fault()
     now = [0.0]
     kube = FakeKube()
     verifier = Verifier(cast(KubeClient, kube), OperatorMetrics(), port=stub.port or 0,
@@ -100,5 +109,55 @@ async def test_back_off_then_pass_and_the_worker_follows() -> None:
         assert gate(kube, "nano-0") == ("True", "Passed")
         assert (await reconcile())[:2] == ("True", "Passed")  # type: ignore[index]
         assert gate(kube, "nano-0-w-1") == ("True", "FollowingLeader")
+    finally:
+        await stub.stop()
+
+
+async def test_a_written_result_is_not_checked_again_from_a_stale_cache_until_a_restart() -> None:
+    """The pod as the watch cache still shows it before the gate write's event arrives starts
+    no second check (it did: a reconcile in between checked a pod that had just passed, or
+    had just failed, again); a container restart does."""
+    deployment, planned, stub = await serving_with_a_fault()
+    kube = FakeKube()
+    verifier = Verifier(cast(KubeClient, kube), OperatorMetrics(), port=stub.port or 0,
+                        clock=lambda: 1.0)  # fmt: skip
+    key = ("ai", "nano")
+
+    def gate_writes() -> int:
+        return len([w for w in kube.writes if w.subresource == "status"])
+
+    async def reconcile(seen_pod: dict[str, Any]) -> None:
+        await verifier.seen(key, deployment, planned, [seen_pod])
+        await verifier._running.settled()
+
+    try:
+        created = pod(kube, "nano-0", "leader", HOST)
+        created["status"]["containerStatuses"] = [{"name": "vllm", "restartCount": 0}]
+        stale = copy.deepcopy(created)  # what the cache holds until the write's event
+        await reconcile(stale)
+        assert gate(kube, "nano-0") == ("False", "CheckFailed")
+        assert gate_writes() == 1
+        await reconcile(stale)  # the failure is not in the cache yet: no check inside back-off
+        assert gate_writes() == 1
+        stub.output_faults = frozenset()
+        restarted = copy.deepcopy(stale)
+        restarted["status"]["containerStatuses"][0]["restartCount"] = 1
+        await reconcile(restarted)  # a new process: checked, and it passes
+        assert gate(kube, "nano-0") == ("True", "Passed")
+        assert gate_writes() == 2
+        await reconcile(restarted)  # the pass is not in the cache yet: not checked again
+        assert gate_writes() == 2
+        restarted["status"]["containerStatuses"][0]["restartCount"] = 2
+        await reconcile(restarted)
+        assert gate_writes() == 3
+        # The pass in the cache, then vLLM restarts after it: checked again, once.
+        shown = copy.deepcopy(kube.stored(PODS, "ai", "nano-0"))
+        shown["status"]["containerStatuses"] = [
+            {"name": "vllm", "restartCount": 3, "state": {"running": {"startedAt": LATER}}}
+        ]
+        await reconcile(shown)
+        assert gate_writes() == 4
+        await reconcile(shown)  # its own pass not in the cache yet
+        assert gate_writes() == 4
     finally:
         await stub.stop()

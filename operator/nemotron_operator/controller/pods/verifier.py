@@ -10,7 +10,9 @@ excerpt. That pod status change brings the reconcile back, which reads the resul
 (``status.verification``) into the ``Verified`` condition (an Event when it turns False).
 
 No retry storm: a pod that failed is checked again only after a back-off (``BACKOFF_FIRST``
-doubling to ``BACKOFF_CAP``), and at most ``MAX_CONCURRENT`` checks run at once. Workers of a
+doubling to ``BACKOFF_CAP``), and at most ``MAX_CONCURRENT`` checks run at once. No check twice:
+once a result is written, the pod as the watch cache still shows it (the write's event not in
+yet) is not checked again unless a container restarted since. Workers of a
 multi-node replica run no API server: their gate follows their leader's. The results live in the
 pods, so an operator restart costs at most one more check of a pod that had failed.
 """
@@ -50,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # the NemotronDeployment's namespace and name
 PodKey = tuple[str, str, str]  # namespace, name, uid
+Restarts = tuple[tuple[str, int], ...]  # each container's restartCount: which processes ran
 
 
 def promises(deployment: NemotronDeployment, planned: Planned) -> Promises:
@@ -65,6 +68,12 @@ def promises(deployment: NemotronDeployment, planned: Planned) -> Promises:
 def _pod_key(pod: Mapping[str, Any]) -> PodKey:
     md = pod.get("metadata") or {}
     return str(md.get("namespace", "")), str(md.get("name", "")), str(md.get("uid", ""))
+
+
+def _restarts(pod: Mapping[str, Any]) -> Restarts:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    counts = ((str(c.get("name", "")), int(c.get("restartCount") or 0)) for c in statuses)
+    return tuple(sorted(counts))
 
 
 class Verifier:
@@ -89,6 +98,8 @@ class Verifier:
         self._running = PodTasks()  # at most one check (or sync) per pod
         # Per deployment, the pods that failed: how often, and no new check before when.
         self._failed: dict[Key, dict[PodKey, tuple[int, float]]] = {}
+        # Per deployment, the pods whose result is written, with their restart counts then.
+        self._written: dict[Key, dict[PodKey, Restarts]] = {}
         self._slots = asyncio.Semaphore(MAX_CONCURRENT)
 
     async def seen(
@@ -110,9 +121,9 @@ class Verifier:
                     self._start(key, pod, wanted)
             await self._follow_leaders(pods)
         present = {_pod_key(p) for p in pods}
-        failed = self._failed.get(key, {})
-        for pk in [pk for pk in failed if pk not in present]:
-            del failed[pk]
+        for kept in (self._failed.get(key, {}), self._written.get(key, {})):
+            for pk in [pk for pk in kept if pk not in present]:
+                del kept[pk]
         return v.verified_condition(pods, enabled=enabled)
 
     def revision(self, key: Key) -> tuple[PodKey, ...]:
@@ -124,16 +135,21 @@ class Verifier:
     def forget(self, key: Key) -> None:
         """The deployment is gone."""
         self._failed.pop(key, None)
+        self._written.pop(key, None)
 
     def _due(self, key: Key, pod: Mapping[str, Any]) -> bool:
         pk = _pod_key(pod)
         if pk in self._running or not v.containers_ready(pod):
             return False
         status, reason, _ = v.gate_status(pod)
-        if status == "True":
-            return v.restarted_since_check(pod)
+        written = self._written.get(key, {}).get(pk)
+        if status == "True":  # checked again after a restart, once (not again from a stale cache)
+            return v.restarted_since_check(pod) and written != _restarts(pod)
         failed = self._failed.get(key, {}).get(pk)
-        return failed is None or self.clock() >= failed[1] or reason != v.CHECK_FAILED
+        if failed is not None and reason == v.CHECK_FAILED:
+            return self.clock() >= failed[1]  # the failure is shown: its back-off decides
+        # A result written for these processes that the cache does not show yet: not again.
+        return written != _restarts(pod)
 
     def _start(self, key: Key, pod: Mapping[str, Any], wanted: Promises) -> None:
         self._running.start(_pod_key(pod), self._check(key, dict(pod), wanted))
@@ -164,7 +180,8 @@ class Verifier:
                 *key, name, delay, failure,
             )  # fmt: skip
         self.metrics.verification_finished("all", "passed" if failure is None else "failed")
-        await self._set(pod, condition)
+        if await self._set(pod, condition):
+            self._written.setdefault(key, {})[pk] = _restarts(pod)
 
     async def _run_checks(self, pod: Mapping[str, Any], wanted: Promises) -> str | None:
         """None when every check passes; else ``check <name> failed: <what>``."""
@@ -209,10 +226,10 @@ class Verifier:
                 await self._set(pod, {"status": "False", "reason": v.FOLLOWING_LEADER,
                                       "message": message})  # fmt: skip
 
-    async def _set(self, pod: Mapping[str, Any], condition: Mapping[str, str]) -> None:
-        """Write the gate condition. A pod gone or replaced (404, 409) needs nothing; any other
-        failure (the API server unavailable) leaves the gate as it was, and the next reconcile
-        checks the pod again."""
+    async def _set(self, pod: Mapping[str, Any], condition: Mapping[str, str]) -> bool:
+        """Write the gate condition; whether it was written. A pod gone or replaced (404, 409)
+        needs nothing; any other failure (the API server unavailable) leaves the gate as it was,
+        and the next reconcile checks the pod again."""
         try:
             await writes.set_pod_condition(
                 self.kube, pod, {"type": v.GATE, **condition}, now=datetime.now(UTC)
@@ -220,5 +237,8 @@ class Verifier:
         except ApiError as exc:
             if exc.status not in (404, 409):
                 logger.warning("could not set %s on pod %s: %s", v.GATE, v.pod_name(pod), exc)
+            return False
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             logger.warning("could not set %s on pod %s: %r", v.GATE, v.pod_name(pod), exc)
+            return False
+        return True

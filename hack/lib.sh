@@ -9,10 +9,9 @@ CRD_DIRS=("crds")
 [ -d "$ROOT/charts/nemotron-operator" ] && CRD_DIRS+=("charts/nemotron-operator/crds")
 
 ensure_venv() {
-  # Reinstalls when the declared dependencies or constraints.txt changed since the last install
-  # or what the editable install puts on the path (tool.hatch.build) changed since the last
-  # install (not on every pyproject edit: a lint-setting change must not reinstall under a
-  # running test).
+  # Reinstalls when the declared dependencies, constraints.txt or what the editable install puts
+  # on the path (tool.hatch.build) changed since the last install (not on every pyproject edit:
+  # a lint-setting change must not reinstall under a running test).
   local stamp="$VENV/.installed" want
   want="$({ "${PYTHON:-python3}" -c 'import sys, tomllib; t = tomllib.load(open(sys.argv[1], "rb")); p = t["project"]; print(p["dependencies"], p.get("optional-dependencies"), p.get("scripts"), t["tool"]["hatch"]["build"])' "$ROOT/pyproject.toml"; cat "$ROOT/constraints.txt"; } | sha256sum | cut -d' ' -f1)"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then ensure_helm; return 0; fi

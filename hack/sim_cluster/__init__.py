@@ -5,8 +5,10 @@ modules (:mod:`sim_cluster.controlplane`), and the real neighbours the operator 
 test asks for them — Karpenter, LeaderWorkerSet, Prometheus, KEDA, the endpoint picker with
 Envoy, real kubelets with containerd (:mod:`sim_cluster.karpenter`, :mod:`sim_cluster.lws`,
 :mod:`sim_cluster.addons`, :mod:`sim_cluster.realnodes`) and tiny real checkpoints for vLLM's CPU
-build (:mod:`sim_cluster.checkpoints`). Simulated: everything of :mod:`nemotron_sim` (the GPU
-nodes, the kubelets, the stand-in vLLM, the fault proxy), which :mod:`sim_cluster.kubecluster`
-composes with the rest. It is test tooling, not the product: it lives under ``hack/`` and the
-operator's package never imports it.
+build (:mod:`sim_cluster.checkpoints`) with the launcher the engine's containers run in
+(:mod:`sim_cluster.container_root`, :mod:`sim_cluster.real_engine`). Simulated: everything of
+:mod:`nemotron_sim` (the GPU nodes, the kubelets, the stand-in vLLM, the fault proxy), which
+:mod:`sim_cluster.kubecluster` composes with the rest (:mod:`sim_cluster.wiring`), all in the
+network namespace of :mod:`sim_cluster.netns`. It is test tooling, not the product: it lives
+under ``hack/``, and neither the operator's package nor the simulator imports it.
 """

@@ -107,9 +107,14 @@ class AuditEvent:
 
 
 def audit_events(path: Path) -> list[AuditEvent]:
-    """Every completed request in the audit log (a watch: when it started)."""
+    """Every completed request in the audit log (a watch: when it started).
+
+    kube-apiserver appends one JSON line per event while the suite reads, so the last line may be
+    one it is still writing (CI read one cut at 1,295 characters): only lines already ended by a
+    newline are read; the next read sees the rest."""
     events: dict[str, AuditEvent] = {}
-    for line in path.read_text().splitlines():
+    written, _, _being_written = path.read_text().rpartition("\n")
+    for line in written.splitlines():
         entry = json.loads(line)
         if entry.get("stage") not in ("ResponseComplete", "ResponseStarted"):
             continue

@@ -44,7 +44,6 @@ from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNT
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
 from nemotron_sim.kubelet.events import EventRecorder, now_rfc3339
-from nemotron_sim.kubelet.images import ImagePrograms
 from nemotron_sim.kubelet.ipam import CidrPool
 from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
@@ -63,6 +62,7 @@ from sim_cluster.controlplane.network import (
 )
 from sim_cluster.karpenter.running import Karpenter, KarpenterOptions
 from sim_cluster.lws import LeaderWorkerSetAddon
+from sim_cluster.programs import local_programs
 from sim_cluster.realnodes import RealNodes, unavailable
 from sim_cluster.thirdparty import install_crds
 from sim_cluster.wiring import (
@@ -137,7 +137,7 @@ class KubeCluster:
             load_seconds=load_seconds,
             init_seconds=init_seconds,
             probe_period=probe_period,
-            programs=ImagePrograms.with_defaults(
+            programs=local_programs(
                 {**self.addons.images, **(images or {})},
                 {**self.addons.commands, **(commands or {})},
             ),

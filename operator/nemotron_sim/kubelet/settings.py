@@ -26,7 +26,7 @@ class KubeletSettings:
     probe_period: float = 0.1  # seconds between readiness probes (real default: 10 s)
     crash_backoff_seconds: float = 10.0  # the first restart delay of a crashing container
     crash_backoff_cap_seconds: float = CRASH_BACKOFF_CAP_SECONDS
-    programs: ImagePrograms = field(default_factory=ImagePrograms.with_defaults)
+    programs: ImagePrograms = field(default_factory=ImagePrograms)  # none: stand-ins only
     probe_time_scale: float = 1.0  # process probes: their periods and delays times this
     workdir: Path = field(kw_only=True)  # the pods' directories (volumes, logs, files)
     stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL when the cluster stops

@@ -5,16 +5,12 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.kubelet.images import (
-    OPERATOR_IMAGE,
-    ImagePrograms,
-    image_repository,
-    parse_mapping,
-)
+from nemotron_sim.kubelet.images import ImagePrograms, image_repository
 from nemotron_sim.kubelet.podenv import ContainerConfigError, container_env
 from nemotron_sim.kubelet.probes import ProbeCounter, ProbeSpec
 from nemotron_sim.kubelet.process import exit_code
 from nemotron_sim.kubelet.process_runner import CrashBackoff, go_duration, should_restart
+from sim_cluster.programs import OPERATOR_IMAGE, local_programs, parse_mapping
 
 POD = {"metadata": {"name": "p", "namespace": "ai", "uid": "u"}, "spec": {}, "status": {}}
 SECRET = {"data": {"token": "czNjcjN0"}}  # "s3cr3t"
@@ -53,7 +49,8 @@ def test_restart_policy_and_exit_codes() -> None:
 def test_image_mapping_matches_repository_and_maps_command() -> None:
     assert image_repository("ghcr.io/x/y:1.2@sha256:ab") == "ghcr.io/x/y"
     assert image_repository("localhost:5000/y") == "localhost:5000/y"
-    programs = ImagePrograms.with_defaults({"sim.local/t": ["/bin/t", "--flag"]})
+    assert not ImagePrograms().runs({"image": f"{OPERATOR_IMAGE}:0.1.0"})  # the cluster's choice
+    programs = local_programs({"sim.local/t": ["/bin/t", "--flag"]})
     container = {"image": f"{OPERATOR_IMAGE}:0.1.0"}
     assert programs.runs(container)
     assert not programs.runs({"image": "vllm/vllm-openai:v0.31.0"})

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from nemotron_sim.kubelet.images import ImagePrograms
 from sim_cluster.checkpoints.placement import checkpoint_dir
 from sim_cluster.container_root import forward
+from sim_cluster.programs import local_programs
 from sim_cluster.real_engine import engine_mappings
 
 RENDERED = {"name": "vllm", "image": "vllm/vllm-openai:v0.31.0"}
@@ -31,7 +31,7 @@ def test_the_rendered_command_runs_unchanged_on_the_engine_python(tmp_path: Path
     python = tmp_path / "python"
     python.write_text("")
     images, commands = engine_mappings("vllm", python)
-    programs = ImagePrograms.with_defaults(images, commands)
+    programs = local_programs(images, commands)
     assert programs.runs(RENDERED)
     assert programs.runs({"image": "vllm/vllm-openai@sha256:ab"})
     argv = programs.argv(RENDERED, ["vllm", "serve"], ["/models/m", "--port", "8000"])

@@ -20,10 +20,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from nemotron_sim.agents.node_objects import NodeSpecError, parse_node_spec
+from nemotron_sim.agents.node_objects import NodeSpecError
 from sim_cluster import addons, netns
 from sim_cluster.cli_options import add_cluster_options, check_cluster_options, pod_options
 from sim_cluster.controlplane.binaries import MissingBinariesError, bin_dir
+from sim_cluster.node_spec import parse_node_spec
 
 READY_LINE = "SIMULATED cluster ready"
 

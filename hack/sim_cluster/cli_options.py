@@ -7,12 +7,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim.agents.node_objects import DEFAULT_NODES, gpu_facts, parse_node_spec
+from nemotron_sim.agents.node_objects import gpu_facts
 from sim_cluster import addons as neighbours
 from sim_cluster.controlplane import ControlPlaneError
 from sim_cluster.controlplane.flags import Settings
 from sim_cluster.karpenter.running import KarpenterOptions
 from sim_cluster.lws import build_dir
+from sim_cluster.node_spec import DEFAULT_NODES, parse_node_spec
 from sim_cluster.programs import parse_mapping
 from sim_cluster.real_engine import ENGINES, engine_mappings
 

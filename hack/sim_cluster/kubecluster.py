@@ -28,11 +28,9 @@ from typing import Any
 from nemotron_operator.kube.transport import Transport
 from nemotron_sim.agents.kubelet_api import KUBELET_PORT, KubeletApi
 from nemotron_sim.agents.node_objects import (
-    DEFAULT_NODES,
     build_nodes,
     build_system_node,
     gpu_facts,
-    parse_node_spec,
     ready_conditions,
 )
 from nemotron_sim.agents.nodes import NODES, NodeAgent
@@ -62,6 +60,7 @@ from sim_cluster.controlplane.network import (
 )
 from sim_cluster.karpenter.running import Karpenter, KarpenterOptions
 from sim_cluster.lws import LeaderWorkerSetAddon
+from sim_cluster.node_spec import DEFAULT_NODES, parse_node_spec
 from sim_cluster.programs import local_programs
 from sim_cluster.realnodes import RealNodes, unavailable
 from sim_cluster.thirdparty import install_crds

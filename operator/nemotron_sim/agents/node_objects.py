@@ -1,12 +1,12 @@
-"""Simulated GPU nodes from a compact description such as ``NVIDIA-H200:8x2,NVIDIA-B200:8x1``.
+"""Simulated GPU nodes, one :class:`NodeGroup` of alike nodes at a time (the simulated cluster
+reads groups from a compact description such as ``NVIDIA-H200:8x2,NVIDIA-B200:8x1``:
+sim_cluster.node_spec).
 
-Each entry is ``PRODUCT:GPUSxNODES``: ``NVIDIA-H200:8x2`` is two nodes with eight H200 each;
-``none`` is no GPU node.
 Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
 ``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
 have (GKE adds exactly this taint to GPU node pools).
 
-``PRODUCT:GPUSxNODES:dra`` makes nodes whose GPUs are published by NVIDIA's DRA driver instead
+A ``dra`` group has nodes whose GPUs are published by NVIDIA's DRA driver instead
 (``agents/resource_slices.py``): no device plugin, so no ``nvidia.com/gpu`` resource and no GFD
 product labels — only ``nvidia.com/gpu.present`` and the taint. Such nodes are named
 ``sim-<product>-dra-<i>``, so one product may appear once per kind.
@@ -14,14 +14,12 @@ product labels — only ``nvidia.com/gpu.present`` and the taint. Such nodes are
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from nemotron_sim.gpus import gpus, lookup_gpu
 
-DEFAULT_NODES = "NVIDIA-H200:8x2,NVIDIA-B200:8x1"
 SIMULATED_LABEL = "sim.nemotron.io/simulated"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
@@ -35,13 +33,9 @@ RESERVED_MEMORY_GIB = 32
 MAX_PODS = 110  # the kubelet's default --max-pods
 KUBELET_VERSION = "v0.0.0-sim"  # the cluster passes the control plane's version
 
-_ENTRY = re.compile(
-    r"^(?P<product>[A-Za-z0-9][A-Za-z0-9._-]*):(?P<gpus>[0-9]+)x(?P<nodes>[0-9]+)(?P<dra>:dra)?$"
-)
-
 
 class NodeSpecError(ValueError):
-    """The compact node description cannot be parsed."""
+    """A node group cannot be built (an unknown GPU product, a description that cannot be read)."""
 
 
 @dataclass(frozen=True)
@@ -72,32 +66,6 @@ def gpu_facts(product: str) -> GpuFacts:
     major, minor = gpu.compute_capability
     memory = gpu.memory_mib if gpu.memory_reported else None
     return GpuFacts(memory_mib=memory, compute_major=major, compute_minor=minor, family=gpu.family)
-
-
-def parse_node_spec(text: str) -> list[NodeGroup]:
-    """Parse ``PRODUCT:GPUSxNODES[:dra][,...]``; the same product may not appear twice with
-    the same kind of allocation; ``none``: no GPU node at all (Karpenter may launch them)."""
-    groups: list[NodeGroup] = []
-    if text.strip().lower() == "none":
-        return groups
-    for raw in text.split(","):
-        entry = raw.strip()
-        match = _ENTRY.match(entry)
-        if match is None:
-            raise NodeSpecError(
-                f"bad node group {entry!r}: expected PRODUCT:GPUSxNODES, "
-                "e.g. NVIDIA-H200:8x2 (two nodes with eight H200 each) or NVIDIA-H200:8x2:dra "
-                "(their GPUs published as DRA ResourceSlices)"
-            )
-        group = NodeGroup(
-            match["product"], int(match["gpus"]), int(match["nodes"]), dra=bool(match["dra"])
-        )
-        if group.gpus_per_node < 1 or group.nodes < 1:
-            raise NodeSpecError(f"bad node group {entry!r}: GPUs and nodes must be at least 1")
-        if any((g.product, g.dra) == (group.product, group.dra) for g in groups):
-            raise NodeSpecError(f"GPU product {group.product} appears twice in {text!r}")
-        groups.append(group)
-    return groups
 
 
 def node_name(product: str, index: int, *, dra: bool = False) -> str:

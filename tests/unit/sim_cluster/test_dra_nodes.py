@@ -12,7 +12,6 @@ from nemotron_sim.agents.node_objects import (
     NodeSpecError,
     build_nodes,
     gpu_facts,
-    parse_node_spec,
 )
 from nemotron_sim.agents.resource_slices import (
     RESOURCE_CLAIMS,
@@ -22,6 +21,7 @@ from nemotron_sim.agents.resource_slices import (
 )
 from nemotron_sim.kubeapi.kinds import PODS
 from nemotron_sim.kubelet.claims import dra_gpu_product, unprepared_claim
+from sim_cluster.node_spec import parse_node_spec
 
 
 def test_dra_suffix_parses_and_a_product_may_appear_once_per_kind() -> None:

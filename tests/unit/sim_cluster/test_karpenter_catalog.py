@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from nemotron_operator.catalog.gpus import GPUS, lookup_gpu
-from nemotron_sim.agents.node_objects import parse_node_spec
 from sim_cluster.karpenter.adopt import booted_status, discovered_labels, is_karpenter_node
 from sim_cluster.karpenter.catalog import gpus_of, instance_types
 from sim_cluster.karpenter.process import CACHE, cache_key, node_class, version
+from sim_cluster.node_spec import parse_node_spec
 
 
 def by_name() -> dict[str, dict[str, Any]]:

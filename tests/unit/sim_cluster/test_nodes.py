@@ -9,8 +9,8 @@ from nemotron_sim.agents.node_objects import (
     NodeGroup,
     NodeSpecError,
     build_nodes,
-    parse_node_spec,
 )
+from sim_cluster.node_spec import parse_node_spec
 
 FACTS = {
     "NVIDIA-H200": GpuFacts(143771, 9, 0, "hopper"),

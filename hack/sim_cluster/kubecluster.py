@@ -26,22 +26,20 @@ from types import TracebackType
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
-from nemotron_sim.agents.kubelet_api import KUBELET_PORT, KubeletApi
-from nemotron_sim.agents.node_objects import (
-    build_nodes,
-    build_system_node,
-    gpu_facts,
-    ready_conditions,
-)
+from nemotron_sim.agents.kubelet_api import KubeletApi
 from nemotron_sim.agents.nodes import NODES, NodeAgent
-from nemotron_sim.agents.resource_slices import RESOURCE_CLAIMS, RESOURCE_SLICES, publish
-from nemotron_sim.agents.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
-from nemotron_sim.agents.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
 from nemotron_sim.faultproxy.server import FaultProxy
-from nemotron_sim.kubeapi.kinds import CONFIGMAPS, PODS, SECRETS, SERVICEACCOUNTS
+from nemotron_sim.kubeapi.kinds import (
+    CONFIGMAPS,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    SECRETS,
+    SERVICEACCOUNTS,
+)
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import WatchEvent
-from nemotron_sim.kubelet.events import EventRecorder, now_rfc3339
+from nemotron_sim.kubelet.events import EventRecorder
 from nemotron_sim.kubelet.ipam import CidrPool
 from nemotron_sim.kubelet.kubelet import Kubelet
 from nemotron_sim.kubelet.lost_nodes import LostNodeGate
@@ -63,8 +61,12 @@ from sim_cluster.lws import LeaderWorkerSetAddon
 from sim_cluster.node_spec import DEFAULT_NODES, parse_node_spec
 from sim_cluster.programs import local_programs
 from sim_cluster.realnodes import RealNodes, unavailable
+from sim_cluster.simulated_addons.resource_slices import publish
+from sim_cluster.simulated_addons.service_proxy import ENDPOINT_SLICES, SERVICES, ServiceProxies
+from sim_cluster.simulated_addons.volumes import CLAIMS, VOLUMES, Provisioner, create_storage_class
 from sim_cluster.thirdparty import install_crds
 from sim_cluster.wiring import (
+    node_objects_of,
     pod_access,
     server_context,
     split_real,
@@ -231,7 +233,12 @@ class KubeCluster:
         self.mirror = Mirror(self.api, MIRRORED)
         await self.mirror.start()
         lap("watch caches synced")
-        node_objects, real = split_real(self._node_objects(), self.real_node_count)
+        node_objects, real = split_real(
+            node_objects_of(
+                self.groups, self.node_options.system_nodes, self.next_node_ip, self.kubelet_version
+            ),
+            self.real_node_count,
+        )
         self.nodes = NodeAgent(
             self.api, self.mirror, node_objects, renew_seconds=self.node_options.renew_seconds
         )
@@ -295,20 +302,6 @@ class KubeCluster:
             self._tempdir = None
 
     # --- parts --------------------------------------------------------------------------------
-
-    def _node_objects(self) -> list[dict[str, Any]]:
-        version = self.kubelet_version
-        nodes = build_nodes(self.groups, gpu_facts, self.next_node_ip, version)
-        nodes += [
-            build_system_node(i, self.next_node_ip(), version)
-            for i in range(self.node_options.system_nodes)
-        ]
-        now = now_rfc3339()
-        for node in nodes:
-            status = node["status"]
-            status["conditions"] = ready_conditions(now)
-            status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": KUBELET_PORT}}
-        return nodes
 
     @property
     def kubelet_version(self) -> str:

@@ -1,24 +1,49 @@
-"""How ``KubeCluster`` wires the simulator's parts to the real control plane: how a pod reaches
-kube-apiserver (its kubeconfig and its ServiceAccount tokens), the fault proxy in front of
-kube-apiserver with its controls, the serving certificates, and which nodes are real."""
+"""How ``KubeCluster`` wires the simulator's parts to the real control plane: the Node objects
+it registers, how a pod reaches kube-apiserver (its kubeconfig and its ServiceAccount tokens),
+the fault proxy in front of kube-apiserver with its controls, the serving certificates, and
+which nodes are real."""
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from nemotron_operator.kube.transport import Transport
+from nemotron_sim.agents.kubelet_api import KUBELET_PORT
+from nemotron_sim.agents.node_objects import (
+    NodeGroup,
+    build_nodes,
+    build_system_node,
+    gpu_facts,
+    ready_conditions,
+)
 from nemotron_sim.agents.nodes import NodeAgent
 from nemotron_sim.faultproxy.server import Controls, FaultProxy
 from nemotron_sim.kubeapi.kinds import SERVICEACCOUNTS
+from nemotron_sim.kubelet.events import now_rfc3339
 from nemotron_sim.kubelet.podfiles import ApiAccess, service_account
 from nemotron_sim.kubelet.process_pods import PodTokenSource
 from sim_cluster.controlplane import ControlPlane
 from sim_cluster.controlplane.kubeconfig import kubeconfig, write_kubeconfig
 from sim_cluster.controlplane.network import API_PORT, PROXY_HTTP_PORT
 from sim_cluster.realnodes import RealNodeSpec
+
+
+def node_objects_of(
+    groups: list[NodeGroup], system_nodes: int, next_ip: Callable[[], str], version: str
+) -> list[dict[str, Any]]:
+    """The GPU nodes of ``groups`` and ``system_nodes`` GPU-less ones, Ready, with the kubelet
+    API's port."""
+    nodes = build_nodes(groups, gpu_facts, next_ip, version)
+    nodes += [build_system_node(i, next_ip(), version) for i in range(system_nodes)]
+    now = now_rfc3339()
+    for node in nodes:
+        status = node["status"]
+        status["conditions"] = ready_conditions(now)
+        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": KUBELET_PORT}}
+    return nodes
 
 
 def pod_access(plane: ControlPlane) -> ApiAccess:

@@ -6,8 +6,8 @@ Nodes carry the labels GPU Feature Discovery sets (model-facts §5), allocatable
 ``nvidia.com/gpu``, and the ``nvidia.com/gpu=present:NoSchedule`` taint GPU node pools commonly
 have (GKE adds exactly this taint to GPU node pools).
 
-A ``dra`` group has nodes whose GPUs are published by NVIDIA's DRA driver instead
-(``agents/resource_slices.py``): no device plugin, so no ``nvidia.com/gpu`` resource and no GFD
+A ``dra`` group has nodes whose GPUs are published by NVIDIA's DRA driver instead (a simulated
+add-on of the cluster's): no device plugin, so no ``nvidia.com/gpu`` resource and no GFD
 product labels — only ``nvidia.com/gpu.present`` and the taint. Such nodes are named
 ``sim-<product>-dra-<i>``, so one product may appear once per kind.
 """

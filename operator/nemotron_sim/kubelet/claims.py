@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from nemotron_sim.agents.resource_slices import DRIVER, RESOURCE_CLAIMS, RESOURCE_SLICES
-from nemotron_sim.kubeapi.kinds import PODS
+from nemotron_sim.kubeapi.kinds import PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from nemotron_sim.kubeapi.store import ObjectStore
+
+DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver for GPUs, whose claims the kubelet prepares
 
 
 def unprepared_claim(store: ObjectStore, pod: dict[str, Any]) -> str | None:

@@ -16,8 +16,8 @@ from nemotron_operator.kube.resources import NODES, RESOURCE_CLAIMS, RESOURCE_SL
 from nemotron_operator.render import names as n
 from nemotron_operator.sizing.dra import claim_node_gpus, dra_node_facts, gfd_name
 from nemotron_sim.agents.node_objects import build_nodes, gpu_facts
-from nemotron_sim.agents.resource_slices import build_resource_slice
 from sim_cluster.node_spec import parse_node_spec
+from sim_cluster.simulated_addons.resource_slices import build_resource_slice
 from tests.unit.controller.fake_kube import FakeKube
 
 NODE_SPEC = "NVIDIA-H200:8x1,NVIDIA-B200:8x2:dra"

@@ -13,15 +13,10 @@ from nemotron_sim.agents.node_objects import (
     build_nodes,
     gpu_facts,
 )
-from nemotron_sim.agents.resource_slices import (
-    RESOURCE_CLAIMS,
-    RESOURCE_SLICES,
-    build_resource_slice,
-    device_class,
-)
-from nemotron_sim.kubeapi.kinds import PODS
+from nemotron_sim.kubeapi.kinds import PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from nemotron_sim.kubelet.claims import dra_gpu_product, unprepared_claim
 from sim_cluster.node_spec import parse_node_spec
+from sim_cluster.simulated_addons.resource_slices import build_resource_slice, device_class
 
 
 def test_dra_suffix_parses_and_a_product_may_appear_once_per_kind() -> None:

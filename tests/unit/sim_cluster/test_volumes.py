@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from nemotron_sim.agents.volumes import PROVISIONER, make_volume_directory, volume_for
+from sim_cluster.simulated_addons.volumes import PROVISIONER, make_volume_directory, volume_for
 
 
 def claim(**annotations: str) -> dict[str, Any]:

@@ -200,7 +200,7 @@ def test_gpu_inventory_with_resource_slices_plans_a_dra_deployment_on_them(
     capsys: Capture, tmp_path: Path
 ) -> None:
     from nemotron_sim.agents.node_objects import NodeGroup, build_node, gpu_facts
-    from nemotron_sim.agents.resource_slices import build_resource_slice
+    from sim_cluster.simulated_addons.resource_slices import build_resource_slice
 
     b200 = NodeGroup("NVIDIA-B200", 8, 1, dra=True)
     items = [

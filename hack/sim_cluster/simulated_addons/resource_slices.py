@@ -22,13 +22,12 @@ from typing import Any
 from nemotron_operator.kube.errors import ApiError
 from nemotron_operator.kube.transport import Transport
 from nemotron_sim.agents.node_objects import GpuFacts, NodeGroup, gpu_facts, node_name
+from nemotron_sim.kubeapi.kinds import RESOURCE_SLICES
 from nemotron_sim.kubeapi.resources import ResourceKey
+from nemotron_sim.kubelet.claims import DRIVER
 
-DRIVER = "gpu.nvidia.com"
 DEVICE_CLASS = "gpu.nvidia.com"
-RESOURCE_SLICES = ResourceKey("resource.k8s.io", "v1", "resourceslices")
 DEVICE_CLASSES = ResourceKey("resource.k8s.io", "v1", "deviceclasses")
-RESOURCE_CLAIMS = ResourceKey("resource.k8s.io", "v1", "resourceclaims")
 # Versions a driver of late 2026 reports (the values only need to be valid versions).
 DRIVER_VERSION = "580.95.5"
 CUDA_DRIVER_VERSION = "13.0.0"

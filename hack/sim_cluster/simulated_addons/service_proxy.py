@@ -15,9 +15,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from nemotron_sim.agents.tcp_proxy import Backend, ServiceProxy
 from nemotron_sim.kubeapi.mirror import Mirror
 from nemotron_sim.kubeapi.resources import ResourceKey, WatchEvent
+from sim_cluster.simulated_addons.tcp_proxy import Backend, ServiceProxy
 
 log = logging.getLogger("nemotron_sim.proxy")
 SERVICES = ResourceKey("", "v1", "services")

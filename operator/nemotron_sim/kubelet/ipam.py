@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import socket
 from typing import Protocol
+
+log = logging.getLogger("nemotron_sim")
+_BIND_ATTEMPTS = 20
 
 
 class PoolExhaustedError(RuntimeError):
@@ -69,3 +73,14 @@ def can_bind(address: str, port: int) -> bool:
                 return False
             raise
     return True
+
+
+def allocate_bindable(pool: AddressPool, ports: list[int]) -> str:
+    """A pod IP from ``pool`` whose serving ports are free (another simulated cluster may hold
+    some)."""
+    for _ in range(_BIND_ATTEMPTS):
+        address = pool.allocate()
+        if all(can_bind(address, port) for port in ports):
+            return address
+        log.info("kubelet: %s is taken on this machine, trying another pod IP", address)
+    raise RuntimeError("kubelet: no free loopback pod IP after several attempts")

@@ -33,12 +33,12 @@ from nemotron_sim.kubelet.batch_pods import (
 )
 from nemotron_sim.kubelet.claims import wait_for_claims
 from nemotron_sim.kubelet.events import EventRecorder, involved, log, now_rfc3339
-from nemotron_sim.kubelet.ipam import AddressPool, can_bind
+from nemotron_sim.kubelet.ipam import AddressPool, allocate_bindable
 from nemotron_sim.kubelet.pod_status import ContainerState, PodModel
 from nemotron_sim.kubelet.podenv import container_env, expanded_argv, missing_secret
 from nemotron_sim.kubelet.podfiles import ApiAccess
 from nemotron_sim.kubelet.process_pods import PodTokenSource, ProcessPods
-from nemotron_sim.kubelet.settings import CRASH_BACKOFF_CAP_SECONDS, KubeletSettings
+from nemotron_sim.kubelet.settings import KubeletSettings
 from nemotron_sim.kubelet.stand_in_volumes import StandInVolumes, stand_in_volumes
 from nemotron_sim.kubelet.stand_ins import (
     is_vllm_serve,
@@ -51,7 +51,6 @@ from nemotron_sim.vllm import StubVllm, StubVllmArgumentError
 from nemotron_sim.vllm.startup import CompileCaches
 
 COMPONENT = "kubelet"
-_BIND_ATTEMPTS = 20
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=2.0)
 
 
@@ -199,7 +198,7 @@ class Kubelet:
             if port.get("containerPort")
         ]
         running.pool = self._pod_ips(str((pod.get("spec") or {}).get("nodeName")))
-        running.pod_ip = self._allocate_ip(
+        running.pod_ip = allocate_bindable(
             running.pool, [*serving_ports(pod, containers), *declared]
         )
         # The status fields a fieldRef may read, as the kubelet knows them when it starts them.
@@ -237,15 +236,6 @@ class Kubelet:
                     await stub.stop()
             if running.pool is not None:
                 running.pool.release(running.pod_ip)
-
-    def _allocate_ip(self, pool: AddressPool, ports: list[int]) -> str:
-        """A pod IP whose serving ports are free (another simulated cluster may hold some)."""
-        for _ in range(_BIND_ATTEMPTS):
-            address = pool.allocate()
-            if all(can_bind(address, port) for port in ports):
-                return address
-            log.info("kubelet: %s is taken on this machine, trying another pod IP", address)
-        raise RuntimeError("kubelet: no free loopback pod IP after several attempts")
 
     async def _lifecycle(
         self,
@@ -390,7 +380,7 @@ class Kubelet:
             state.wait("CrashLoopBackOff", str(error))
             self._write(running, model)
             await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, CRASH_BACKOFF_CAP_SECONDS)
+            backoff = min(backoff * 2, self.settings.crash_backoff_cap_seconds)
             state.restart_count += 1
 
     def _write(self, running: _RunningPod, model: PodModel) -> None:

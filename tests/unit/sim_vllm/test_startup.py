@@ -46,16 +46,21 @@ def test_a_cold_start_compiles_and_fills_the_cache_a_warm_one_skips_compiling(
     assert nowhere.total_seconds == 13.0  # no cache on a claim: every start compiles
 
 
-async def test_health_answers_once_every_phase_has_passed() -> None:
+async def test_health_answers_once_every_phase_has_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Load 0.2 s, compile 0.2 s, capture 0.1 s: read at set points of the event loop's clock
+    (nothing awaits meanwhile, so the clock is the stand-in's only reader)."""
     stub = StubVllm(ARGV, startup=StartupRun(StartupTimes(0.2, 0.2, 0.1)))
     await stub.start("127.0.0.1", 0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()  # a hair after the stand-in's own start
     try:
-        assert not stub.loaded
-        await asyncio.sleep(0.3)
-        assert not stub.loaded  # compiling
-        await asyncio.sleep(0.3)
-        assert stub.loaded
+        for elapsed, loaded in ((0.0, False), (0.3, False), (0.49, False), (0.5, True)):
+            monkeypatch.setattr(loop, "time", lambda elapsed=elapsed: started + elapsed)
+            assert stub.loaded is loaded, f"at {elapsed} s"
     finally:
+        monkeypatch.undo()
         await stub.stop()
 
 

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from nemotron_operator.status import startup
 from nemotron_operator.telemetry import OperatorMetrics
 from nemotron_operator.telemetry.deployment_series import DeploymentSeries
-from tests.unit.status import test_startup as starting
+from tests.unit.status import startup_pods as starting
 from tests.unit.telemetry.populated import FIGURES, populate
 
 

@@ -134,18 +134,30 @@ def test_multi_node_replicas_roll_one_at_a_time_leader_and_workers_together(
     workers = [s for s in children(cluster, STATEFULSETS) if s["metadata"]["name"].endswith("-w")]
     assert {s["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] for s in workers} == {1}
 
+    since = len(operator_process.log())
     apply(
         cluster,
         deployment(replicas=2, capacity=two_nodes, engine={"maxModelLen": 65536}, rollout={}),
     )
-    # The highest replica first, its leader and worker together; replica 0 held meanwhile.
+    # The highest replica first, its leader and worker together (one reconcile applies both, one
+    # request each: a full run read the leader updated and the worker not yet, between the two);
+    # replica 0 held meanwhile.
+    replica_1 = ("nano-1", "nano-1-w")
     seen = cluster.wait_until(
-        lambda: (h := sts_hashes(operator_process))["nano-1"] != before["nano-1"] and h,
+        lambda: all((h := sts_hashes(operator_process))[n] != before[n] for n in replica_1) and h,
         seconds=60,
-        what="replica 1 updated",
+        what="replica 1's leader and worker updated",
     )
-    assert seen["nano-1-w"] != before["nano-1-w"]
     assert (seen["nano-0"], seen["nano-0-w"]) == (before["nano-0"], before["nano-0-w"])
+    cluster.wait_until(
+        lambda: any(
+            "'StatefulSet/nano-1'" in line and "'StatefulSet/nano-1-w'" in line
+            for line in operator_process.log()[since:].splitlines()
+            if "reconciled ai/nano" in line and "'StatefulSet/nano-0" not in line
+        ),
+        seconds=10,
+        what="one reconcile that applied replica 1's leader and worker",
+    )
     cluster.wait_until(
         lambda: (
             condition(cluster, "Progressing").get("reason") == "RolloutComplete"

@@ -167,14 +167,17 @@ def test_the_pod_monitor_scrapes_exactly_the_serving_leaders(serving: E2ECluster
     assert {t["labels"]["pod"] for t in found} == expected
     assert len(everything) > len(expected)
     assert all(t["scrapeUrl"].endswith(":8000/metrics") for t in found), found
-    # PromQL returns the stand-in vLLMs' own series, one per leader.
-    running = wait_until(
-        lambda: query(url, f'vllm:num_requests_running{{namespace="{WORKLOAD_NAMESPACE}"}}')[
-            "data"
-        ]["result"],
-        seconds=30,
-        what="vllm:num_requests_running in Prometheus",
-    )
+
+    # PromQL returns the stand-in vLLMs' own series, one per leader. A target reads "up" a moment
+    # before its scrape's samples are committed (Prometheus v0.316.0 scrape/scrape.go: the
+    # report's defer runs before the commit's), so the first answer may hold one leader's only.
+    def leaders_running() -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = query(
+            url, f'vllm:num_requests_running{{namespace="{WORKLOAD_NAMESPACE}"}}'
+        )["data"]["result"]
+        return result if len(result) >= len(expected) else []
+
+    running = wait_until(leaders_running, seconds=30, what="each leader's series in Prometheus")
     assert {r["metric"]["pod"] for r in running} == expected
 
 

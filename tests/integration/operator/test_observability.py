@@ -5,6 +5,7 @@ built-in autoscaler within its limits and the cluster's GPUs."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import urllib.request
@@ -52,6 +53,23 @@ def lightning(name: str, **spec: Any) -> dict[str, Any]:
 def endpoint(operator: OperatorProcess, name: str) -> str:
     service = operator.cluster.get(SERVICES, NAMESPACE, name) or {}
     return f"http://{service['spec']['clusterIP']}:8000"
+
+
+def serving(operator: OperatorProcess, name: str) -> str:
+    """The Service's URL once a chat through it is answered. Ready is the pod's condition; the
+    Service routes to it only once kube-controller-manager's EndpointSlice controller has
+    followed it, a moment later, and until then the service proxy closes every connection."""
+    url = endpoint(operator, name)
+
+    def answers() -> bool:
+        try:
+            chat(url, name, "are you there?", max_tokens=1)
+        except (OSError, http.client.HTTPException):
+            return False
+        return True
+
+    until(operator, answers, f"{name} answering through its Service")
+    return url
 
 
 def chat(url: str, served: str, prompt: str, max_tokens: int = 48) -> None:
@@ -164,7 +182,7 @@ def test_throughput_mtp_and_plan_check_reach_status_and_metrics(
     assert check["blocksDeviation"] == 0
     assert condition(operator.cluster, "PlanAccurate", "light")["reason"] == "WithinTolerance"
 
-    load = Load(endpoint(operator, "light"), "light", threads=4)
+    load = Load(serving(operator, "light"), "light", threads=4)
     (pod,) = pod_names(operator, "light")
     try:
         # Enough drafts that an interval's acceptance is a fair sample of the stand-in's.
@@ -311,7 +329,7 @@ def test_autoscaling_out_under_waiting_requests_and_back_in_never_past_capacity(
     apply(operator.cluster, lightning("auto", engine=engine, autoscaling=autoscaling))
     wait_ready(operator.cluster, "auto")
     replicas = lambda: (operator.cluster.get(NDS, NAMESPACE, "auto") or {})["spec"]["replicas"]  # noqa: E731
-    load = Load(endpoint(operator, "auto"), "auto", threads=12, max_tokens=400)
+    load = Load(serving(operator, "auto"), "auto", threads=12, max_tokens=400)
     try:
         until(operator, lambda: replicas() == 2, "scaled out to the 2 GPUs there are")
         wait_ready(operator.cluster, "auto")

@@ -79,7 +79,10 @@ def test_a_pod_joins_the_service_only_after_the_check(operator_process: Operator
     containers = pod_condition(pod, "ContainersReady")["lastTransitionTime"]
     ready = pod_condition(pod, "Ready")["lastTransitionTime"]
     assert containers <= gate["lastTransitionTime"] <= ready
-    assert ready_addresses(cluster) == {pod["status"]["podIP"]}
+    # The EndpointSlice controller follows the pod's Ready a moment later.
+    cluster.wait_until(
+        lambda: ready_addresses(cluster) == {pod["status"]["podIP"]}, what="the pod in the Service"
+    )
     verified = condition(cluster, "Verified")
     assert (verified["status"], verified["reason"]) == ("True", "Passed")
     assert checks_metric(operator_process, "passed") == 1

@@ -66,6 +66,14 @@ def checks_metric(operator: OperatorProcess, result: str) -> float:
     )
 
 
+def wait_in_service(cluster: KubeHandle, pod: dict[str, Any]) -> None:
+    """Until the Service's EndpointSlice holds exactly this pod: kube-controller-manager's
+    EndpointSlice controller follows the pod's Ready a moment after it."""
+    cluster.wait_until(
+        lambda: ready_addresses(cluster) == {pod["status"]["podIP"]}, what="the pod in the Service"
+    )
+
+
 def test_a_pod_joins_the_service_only_after_the_check(operator_process: OperatorProcess) -> None:
     cluster = operator_process.cluster
     ensure_namespace(cluster, NAMESPACE)
@@ -79,10 +87,7 @@ def test_a_pod_joins_the_service_only_after_the_check(operator_process: Operator
     containers = pod_condition(pod, "ContainersReady")["lastTransitionTime"]
     ready = pod_condition(pod, "Ready")["lastTransitionTime"]
     assert containers <= gate["lastTransitionTime"] <= ready
-    # The EndpointSlice controller follows the pod's Ready a moment later.
-    cluster.wait_until(
-        lambda: ready_addresses(cluster) == {pod["status"]["podIP"]}, what="the pod in the Service"
-    )
+    wait_in_service(cluster, pod)
     verified = condition(cluster, "Verified")
     assert (verified["status"], verified["reason"]) == ("True", "Passed")
     assert checks_metric(operator_process, "passed") == 1
@@ -131,10 +136,7 @@ def test_a_wrong_reasoning_split_keeps_the_pod_out_until_the_check_is_off(
     wait_ready(cluster)
     [pod] = serving_pods(cluster)
     assert "readinessGates" not in pod["spec"]
-    # The EndpointSlice controller follows the pod's Ready a moment later.
-    cluster.wait_until(
-        lambda: ready_addresses(cluster) == {pod["status"]["podIP"]}, what="the pod in the Service"
-    )
+    wait_in_service(cluster, pod)
     verified = condition(cluster, "Verified")
     assert (verified["status"], verified["reason"]) == ("Unknown", "CheckDisabled")
 
